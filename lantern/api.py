@@ -1,0 +1,144 @@
+"""The public facade: `Lantern.open(...)` and the repositories behind it.
+
+The CLI and the MCP server call exactly these methods, so a Python caller gets the same
+behaviour, validation and errors as a shell user.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import text
+
+from lantern import migrations
+from lantern.errors import SchemaMismatch
+from lantern.location import StoreLocation, resolve
+from lantern.memory import MemoryRepository
+from lantern.store import Store, create_store_engine, prepare_sqlite_file
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStatus:
+    """Where a store is and where its schema stands (`lantern db status`)."""
+
+    url: str
+    path: Path | None
+    size_bytes: int
+    revision: str | None
+    head: str
+    legacy_generation: int | None
+    needs_upgrade: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "path": None if self.path is None else str(self.path),
+            "size_bytes": self.size_bytes,
+            "revision": self.revision,
+            "head": self.head,
+            "legacy_generation": self.legacy_generation,
+            "needs_upgrade": self.needs_upgrade,
+        }
+
+
+class Lantern:
+    """An open store. Use as a context manager, or call `close()`."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.memory = MemoryRepository(store)
+
+    @classmethod
+    def open(
+        cls, db: str | os.PathLike[str] | None = None, *, require_current: bool = True
+    ) -> Lantern:
+        """Open the store at a path or URL (default: `LANTERN_DB`, then the user data directory).
+
+        Where no store exists yet, one is created at the current schema. An existing store
+        that is behind (or ahead of) this Lantern is refused with `SchemaMismatch` unless
+        `require_current` is False, which `db status` and `db upgrade` use.
+        """
+        location = resolve(db)
+        if location.path is not None:
+            prepare_sqlite_file(location.path)
+        store = Store(location, create_store_engine(location))
+        try:
+            state = _state(store)
+            if state.empty:
+                migrations.upgrade(location, backup=False)
+                state = _state(store)
+            if require_current and state.needs_upgrade:
+                raise _behind(location, state)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Lantern:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def location(self) -> StoreLocation:
+        return self.store.location
+
+    def status(self) -> StoreStatus:
+        state = _state(self.store)
+        return StoreStatus(
+            url=self.location.display_url,
+            path=self.location.path,
+            size_bytes=_size_bytes(self.store),
+            revision=state.revision,
+            head=migrations.HEAD,
+            legacy_generation=state.legacy_generation,
+            needs_upgrade=state.needs_upgrade,
+        )
+
+    def upgrade(self, *, backup: bool = True) -> migrations.UpgradeReport:
+        """Bring the store to the current schema, backing up a SQLite file first."""
+        return migrations.upgrade(self.location, backup=backup)
+
+
+def _state(store: Store) -> migrations.StoreState:
+    with store.read() as conn:
+        return migrations.read_state(conn, store.location)
+
+
+def _behind(location: StoreLocation, state: migrations.StoreState) -> SchemaMismatch:
+    where = location.path or location.display_url
+    if state.legacy_generation is not None:
+        found = f"a legacy generation-{state.legacy_generation} store"
+    else:
+        found = f"at schema revision {state.revision}, behind {migrations.HEAD}"
+    return SchemaMismatch(
+        f"{where} is {found}; upgrade it with: lantern {location.cli_flag} db upgrade"
+    )
+
+
+def _size_bytes(store: Store) -> int:
+    path = store.location.path
+    if path is None:
+        with store.read() as conn:
+            size: int = conn.execute(
+                text("SELECT pg_database_size(current_database())")
+            ).scalar_one()
+            return size
+    return sum(
+        candidate.stat().st_size
+        for candidate in (path, path.with_name(path.name + "-wal"))
+        if candidate.exists()
+    )

@@ -1,0 +1,19 @@
+"""Opening the store a command runs against, closed when the command ends."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from lantern.api import Lantern
+
+
+def open_lantern(ctx: click.Context, *, require_current: bool = True) -> Lantern:
+    # Imported here so that `lantern --help` does not load SQLAlchemy.
+    from lantern.api import Lantern
+
+    lantern = Lantern.open(ctx.find_root().obj["db"], require_current=require_current)
+    ctx.call_on_close(lantern.close)
+    return lantern

@@ -1,0 +1,102 @@
+"""Rendering for the CLI: JSON on stdout for `--json`, readable text otherwise."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import click
+
+from lantern.errors import LanternError
+from lantern.records import MemoryRecord
+
+F = TypeVar("F", bound=Callable[..., Any])
+_JSON_KEY = "lantern.json"
+
+
+def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        ctx.meta[_JSON_KEY] = True
+    return value
+
+
+def json_option(func: F) -> F:
+    """`--json` on a command; errors then also print a JSON object on stdout."""
+    option = click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        is_eager=True,
+        callback=_remember_json,
+        help="Print JSON on stdout (the documented, stable format).",
+    )
+    return option(func)
+
+
+def wants_json(ctx: click.Context) -> bool:
+    return bool(ctx.meta.get(_JSON_KEY))
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def note(message: str) -> None:
+    """A message for the person at the terminal: stderr, so stdout stays data."""
+    click.echo(f"lantern: {message}", err=True)
+
+
+def report_error(ctx: click.Context, exc: LanternError) -> None:
+    if wants_json(ctx):
+        emit_json({"error": {"code": exc.code, "message": exc.message}})
+    click.echo(f"Error: {exc.message}", err=True)
+
+
+def when(seconds: int | None) -> str:
+    if seconds is None:
+        return "-"
+    try:
+        stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return str(seconds)
+    return f"{stamp} ({seconds})"
+
+
+def ref_text(ref: Any) -> str:
+    keys = set(ref)
+    if keys == {"type", "id"}:
+        return f"{ref['type']}:{ref['id']}"
+    return json.dumps(dict(ref), ensure_ascii=False)
+
+
+def show_record(record: MemoryRecord) -> None:
+    fields = [
+        ("id", record.id),
+        ("kind", record.kind),
+        ("scope", record.scope),
+        ("status", record.status),
+        ("priority", str(record.priority)),
+        ("urgency", str(record.urgency)),
+        ("confidence", f"{record.confidence:g}"),
+        ("created_at", when(record.created_at)),
+        ("updated_at", when(record.updated_at)),
+        ("expires_at", when(record.expires_at)),
+        ("supersedes_id", record.supersedes_id or "-"),
+        ("source_refs", ", ".join(ref_text(r) for r in record.source_refs) or "-"),
+    ]
+    for name, value in fields:
+        click.echo(f"{name + ':':<15}{value}")
+    click.echo("content:")
+    for line in record.content.splitlines() or [""]:
+        click.echo(f"  {line}")
+
+
+def list_records(records: Iterable[MemoryRecord]) -> None:
+    for record in records:
+        content = " ".join(record.content.split())
+        click.echo(
+            f"{record.id}  {record.status:<10}  p{record.priority:<3} u{record.urgency:<3} "
+            f"c{record.confidence:<4g}  {record.kind:<11}  {record.scope}  {content}"
+        )

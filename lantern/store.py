@@ -1,0 +1,162 @@
+"""Engines, connections and transactions, and the translation of driver errors.
+
+Every operation runs in exactly one transaction, opened here: `Store.read()` for reading and
+`Store.write()` for writing. On SQLite the driver's own transaction handling is switched off
+(SQLAlchemy's documented pysqlite recipe) so that `BEGIN` is explicit: writes start with
+`BEGIN IMMEDIATE`, which makes concurrent writers queue on the busy timeout instead of failing
+half-way with "database is locked", DDL is transactional, and reads never take a write lock.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError, NoSuchModuleError
+
+from lantern.errors import (
+    InvalidInput,
+    LanternError,
+    MissingDependency,
+    NotAStore,
+    StoreBusy,
+    StoreIOError,
+)
+from lantern.location import StoreLocation
+
+BUSY_TIMEOUT_SECONDS = 15.0
+_WRITE_OPTION = "lantern_write"
+
+
+def now() -> int:
+    """The operation's timestamp: integer unix seconds, UTC, taken once per operation."""
+    return int(time.time())
+
+
+class Store:
+    """An open store: one engine, and the transactions every repository call runs in."""
+
+    def __init__(self, location: StoreLocation, engine: Engine) -> None:
+        self.location = location
+        self.engine = engine
+        self._write_engine = engine.execution_options(**{_WRITE_OPTION: True})
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction: a consistent snapshot that never blocks writers."""
+        with translate_errors(self.location), self.engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction: all of it commits or none of it does."""
+        with translate_errors(self.location), self._write_engine.begin() as conn:
+            yield conn
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def create_store_engine(location: StoreLocation) -> Engine:
+    """An engine configured for Lantern's durability and concurrency rules."""
+    if location.path is not None:
+        return _sqlite_engine(location)
+    try:
+        engine = create_engine(location.url, pool_pre_ping=True)
+    except NoSuchModuleError as exc:
+        raise MissingDependency(
+            "PostgreSQL support needs the psycopg driver: pip install 'lantern[postgres]'"
+        ) from exc
+    except ModuleNotFoundError as exc:
+        raise MissingDependency(
+            "PostgreSQL support needs the psycopg driver: pip install 'lantern[postgres]'"
+        ) from exc
+    return engine
+
+
+def _sqlite_engine(location: StoreLocation) -> Engine:
+    engine = create_engine(location.url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        # Hand transaction control to the "begin" hook below (the pysqlite recipe).
+        dbapi_connection.isolation_level = None
+        dbapi_connection.execute("PRAGMA foreign_keys = ON")
+        dbapi_connection.execute("PRAGMA synchronous = NORMAL")
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get(_WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def prepare_sqlite_file(path: Path) -> bool:
+    """Create the store file (owner-only) and its missing parent directories; True if created.
+
+    SQLite gives the `-wal` and `-shm` companions the mode of the main file, so creating the
+    file ourselves with 0600 keeps all three private whatever the umask.
+    """
+    if path.is_dir():
+        raise InvalidInput(f"{path} is a directory; give the path of a store file")
+    try:
+        missing: list[Path] = []
+        parent = path.parent
+        while not parent.exists():
+            missing.append(parent)
+            parent = parent.parent
+        for directory in reversed(missing):
+            directory.mkdir(mode=0o700)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise StoreIOError(f"cannot create the store at {path}: {exc.strerror}") from exc
+    os.close(fd)
+    return True
+
+
+@contextmanager
+def translate_errors(location: StoreLocation) -> Iterator[None]:
+    """Turn driver errors a user can cause into `LanternError`s with one-line messages."""
+    try:
+        yield
+    except DBAPIError as exc:
+        raise translate(exc, location) from exc
+
+
+def translate(exc: DBAPIError, location: StoreLocation) -> LanternError:
+    where = str(location.path) if location.path else location.display_url
+    detail = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+    lowered = detail.lower()
+    if "locked" in lowered or "could not obtain lock" in lowered or "lock timeout" in lowered:
+        return StoreBusy(
+            f"the store at {where} stayed busy (locked by another writer) past the "
+            f"{BUSY_TIMEOUT_SECONDS:g} s timeout; try again"
+        )
+    if "disk is full" in lowered or "no space left" in lowered:
+        return StoreIOError(f"the disk holding {where} is full; free some space and retry")
+    if "readonly" in lowered or "read-only" in lowered:
+        return StoreIOError(f"the store at {where} is read-only: {detail}")
+    if "disk i/o error" in lowered:
+        return StoreIOError(f"I/O error on the store at {where}: {detail}")
+    if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
+        return NotAStore(f"{where} is not a Lantern store, or it is corrupt ({detail})")
+    if "unable to open" in lowered:
+        return NotAStore(f"cannot open the store at {where} ({detail})")
+    if "connection" in lowered and ("refused" in lowered or "failed" in lowered):
+        return NotAStore(f"cannot connect to the store at {where} ({detail})")
+    if "check constraint" in lowered or "violates check" in lowered:
+        return InvalidInput(f"the store refused a value: {detail}")
+    return LanternError(f"database error on {where}: {detail}")

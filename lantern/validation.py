@@ -1,0 +1,194 @@
+"""Field rules for memory records, checked in one place for the CLI, the API and the MCP server.
+
+The database enforces the same enumerations and ranges with named CHECK constraints; checking
+here first turns a bad value into a message that names the field and the accepted values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from lantern.errors import InvalidInput
+
+MEMORY_KINDS = (
+    "fact",
+    "preference",
+    "goal",
+    "constraint",
+    "task_state",
+    "observation",
+    "hypothesis",
+)
+STATUSES = ("active", "archived", "superseded")
+STATUS_FILTERS = (*STATUSES, "all")
+
+MAX_CONTENT_CHARS = 100_000
+MAX_SCOPE_CHARS = 512
+MAX_REF_CHARS = 4_096
+_WHITESPACE = re.compile(r"\s+")
+
+
+def choice(field: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+def kind(value: str) -> str:
+    return choice("kind", value, MEMORY_KINDS)
+
+
+def status_filter(value: str) -> str:
+    return choice("status", value, STATUS_FILTERS)
+
+
+def percent(field: str, value: object) -> int:
+    """An integer 0-100 (priority, urgency); bools are not integers here."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"{field} must be an integer from 0 to 100; got {value!r}")
+    if not 0 <= value <= 100:
+        raise InvalidInput(f"{field} must be an integer from 0 to 100; got {value}")
+    return value
+
+
+def confidence(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {value!r}")
+    number = float(value)
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {value!r}")
+    return number
+
+
+def text(field: str, value: object, *, max_chars: int) -> str:
+    """Non-blank text that can be stored and printed (no lone surrogates, no NUL)."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be text; got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{field} must not be empty")
+    if len(value) > max_chars:
+        raise InvalidInput(f"{field} is too long: {len(value)} characters, the limit is {max_chars}")
+    if "\x00" in value:
+        raise InvalidInput(f"{field} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{field} is not valid UTF-8 text") from exc
+    return value
+
+
+def content(value: object) -> str:
+    return text("content", value, max_chars=MAX_CONTENT_CHARS)
+
+
+def scope(value: object) -> str:
+    checked = text("scope", value, max_chars=MAX_SCOPE_CHARS)
+    if checked != checked.strip() or any(ch in checked for ch in "\n\r\t"):
+        raise InvalidInput(
+            f"scope must not have surrounding whitespace or line breaks; got {checked!r}"
+        )
+    return checked
+
+
+def normalized_content(value: str) -> str:
+    """Content as it enters the id: every run of whitespace one space, the ends stripped."""
+    return _WHITESPACE.sub(" ", value).strip()
+
+
+def timestamp(field: str, value: object) -> int:
+    """Unix seconds (int or digit string) or ISO-8601 text (naive times are UTC)."""
+    if isinstance(value, bool):
+        raise InvalidInput(f"{field} must be unix seconds or an ISO-8601 time; got {value!r}")
+    if isinstance(value, int):
+        return _in_range(field, value)
+    if isinstance(value, float) and value.is_integer():
+        return _in_range(field, int(value))
+    if isinstance(value, str):
+        stripped = value.strip()
+        if re.fullmatch(r"-?\d+", stripped):
+            return _in_range(field, int(stripped))
+        try:
+            parsed = datetime.fromisoformat(stripped.replace("z", "Z"))
+        except ValueError:
+            pass
+        else:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            return _in_range(field, int(parsed.timestamp()))
+    raise InvalidInput(f"{field} must be unix seconds or an ISO-8601 time; got {value!r}")
+
+
+def _in_range(field: str, seconds: int) -> int:
+    # Keep times within what every engine and datetime can represent (years 1-9999).
+    if not -62_135_596_800 <= seconds <= 253_402_300_799:
+        raise InvalidInput(f"{field} is out of range: {seconds}")
+    return seconds
+
+
+def source_ref(value: object) -> dict[str, Any]:
+    """A reference to evidence: a JSON object with a string `type`, or the short `TYPE:ID`."""
+    if isinstance(value, dict):
+        ref = value
+    elif isinstance(value, str):
+        raw = value.strip()
+        if len(raw) > MAX_REF_CHARS:
+            raise InvalidInput(f"source reference is too long (limit {MAX_REF_CHARS} characters)")
+        if raw.startswith("{"):
+            try:
+                ref = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"source reference is not valid JSON: {raw!r}") from exc
+            if not isinstance(ref, dict):
+                raise InvalidInput(f"source reference must be a JSON object; got {raw!r}")
+        else:
+            ref_type, sep, ref_id = raw.partition(":")
+            if not sep or not ref_type.strip() or not ref_id.strip():
+                raise InvalidInput(
+                    f"source reference must be TYPE:ID (e.g. chunk:chk_0123456789abcdef) "
+                    f"or a JSON object with a type; got {raw!r}"
+                )
+            ref = {"type": ref_type.strip(), "id": ref_id.strip()}
+    else:
+        raise InvalidInput(f"source reference must be TYPE:ID or a JSON object; got {value!r}")
+    ref_type_value = ref.get("type")
+    if not isinstance(ref_type_value, str) or not ref_type_value.strip():
+        raise InvalidInput(f"source reference needs a non-empty string 'type'; got {ref!r}")
+    try:
+        encoded = json.dumps(ref, ensure_ascii=False, allow_nan=False)
+        encoded.encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise InvalidInput(f"source reference is not storable JSON: {ref!r}") from exc
+    if len(encoded) > MAX_REF_CHARS:
+        raise InvalidInput(f"source reference is too long (limit {MAX_REF_CHARS} characters)")
+    return dict(ref)
+
+
+def source_refs(values: object) -> list[dict[str, Any]]:
+    if values is None:
+        return []
+    if isinstance(values, str | dict):
+        values = [values]
+    if not isinstance(values, list | tuple):
+        raise InvalidInput("source_refs must be a list of references")
+    refs: list[dict[str, Any]] = []
+    for value in values:
+        ref = source_ref(value)
+        if ref not in refs:
+            refs.append(ref)
+    return refs
+
+
+def limit(value: object, *, field: str = "limit", maximum: int = 10_000) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}; got {value!r}")
+    return value
+
+
+def offset(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"offset must be a non-negative integer; got {value!r}")
+    return value
