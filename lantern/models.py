@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from lantern.types import JSONText
+from lantern.types import JSONText, UnixTime
 from lantern.validation import MEMORY_KINDS, STATUSES
 
 NAMING_CONVENTION = {
@@ -59,8 +59,8 @@ class Source(Base):
     metadata_: Mapped[dict[str, Any] | None] = mapped_column(
         "metadata", JSONText(), server_default=sql_text("'{}'")
     )
-    created_at: Mapped[int] = mapped_column(Integer)
-    updated_at: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[int] = mapped_column(UnixTime)
+    updated_at: Mapped[int] = mapped_column(UnixTime)
 
 
 class Chunk(Base):
@@ -81,7 +81,7 @@ class Chunk(Base):
     metadata_: Mapped[dict[str, Any] | None] = mapped_column(
         "metadata", JSONText(), server_default=sql_text("'{}'")
     )
-    created_at: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[int] = mapped_column(UnixTime)
 
 
 class Entity(Base):
@@ -162,9 +162,9 @@ class MemoryRecord(Base):
     urgency: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
     confidence: Mapped[float] = mapped_column(Float, server_default=sql_text("1.0"))
     status: Mapped[str] = mapped_column(Text, server_default=sql_text("'active'"))
-    created_at: Mapped[int] = mapped_column(Integer)
-    updated_at: Mapped[int] = mapped_column(Integer)
-    expires_at: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[int] = mapped_column(UnixTime)
+    updated_at: Mapped[int] = mapped_column(UnixTime)
+    expires_at: Mapped[int | None] = mapped_column(UnixTime)
     supersedes_id: Mapped[str | None] = mapped_column(
         ForeignKey("memory_records.id", ondelete="SET NULL")
     )

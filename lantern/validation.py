@@ -164,7 +164,23 @@ def source_ref(value: object) -> dict[str, Any]:
         raise InvalidInput(f"source reference is not storable JSON: {ref!r}") from exc
     if len(encoded) > MAX_REF_CHARS:
         raise InvalidInput(f"source reference is too long (limit {MAX_REF_CHARS} characters)")
-    return dict(ref)
+    canonical: dict[str, Any] = _canonical(ref)
+    return canonical
+
+
+def _canonical(value: Any) -> Any:
+    """Object keys in PostgreSQL JSONB's order (shorter first, then bytewise), recursively.
+
+    JSONB reorders keys on its own; storing them in that order everywhere makes a record read
+    back identically from SQLite and PostgreSQL, so exports compare byte for byte.
+    """
+    if isinstance(value, dict):
+        items = [(str(key).encode("utf-8"), item) for key, item in value.items()]
+        items.sort(key=lambda pair: (len(pair[0]), pair[0]))
+        return {key.decode("utf-8"): _canonical(item) for key, item in items}
+    if isinstance(value, list):
+        return [_canonical(item) for item in value]
+    return value
 
 
 def source_refs(values: object) -> list[dict[str, Any]]:

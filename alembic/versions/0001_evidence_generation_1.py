@@ -61,6 +61,7 @@ def upgrade() -> None:
         for statement in SQLITE_DDL:
             op.execute(statement)
         return
+    time_type = sa.BigInteger()  # unix seconds past 2038
     op.create_table(
         "sources",
         sa.Column("id", sa.Text(), nullable=False),
@@ -69,8 +70,8 @@ def upgrade() -> None:
         sa.Column("title", sa.Text(), nullable=True),
         sa.Column("content_hash", sa.Text(), nullable=False),
         sa.Column("metadata", sa.Text(), nullable=True, server_default=sa.text("'{}'")),
-        sa.Column("created_at", sa.Integer(), nullable=False),
-        sa.Column("updated_at", sa.Integer(), nullable=False),
+        sa.Column("created_at", time_type, nullable=False),
+        sa.Column("updated_at", time_type, nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_sources")),
         sa.UniqueConstraint("uri", name=op.f("uq_sources_uri")),
     )
@@ -83,7 +84,7 @@ def upgrade() -> None:
         sa.Column("start_offset", sa.Integer(), nullable=True),
         sa.Column("end_offset", sa.Integer(), nullable=True),
         sa.Column("metadata", sa.Text(), nullable=True, server_default=sa.text("'{}'")),
-        sa.Column("created_at", sa.Integer(), nullable=False),
+        sa.Column("created_at", time_type, nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_chunks")),
         sa.ForeignKeyConstraint(
             ["source_id"],

@@ -24,6 +24,7 @@ ORDER = ("priority DESC", "urgency DESC", "updated_at DESC", "id")
 def upgrade() -> None:
     sqlite = op.get_bind().dialect.name == "sqlite"
     json_type = sa.Text() if sqlite else postgresql.JSONB()
+    time_type = sa.Integer() if sqlite else sa.BigInteger()  # unix seconds past 2038
     op.create_table(
         "memory_records",
         sa.Column("id", sa.Text(), nullable=False),
@@ -34,9 +35,9 @@ def upgrade() -> None:
         sa.Column("urgency", sa.Integer(), nullable=False, server_default=sa.text("0")),
         sa.Column("confidence", sa.Float(), nullable=False, server_default=sa.text("1.0")),
         sa.Column("status", sa.Text(), nullable=False, server_default=sa.text("'active'")),
-        sa.Column("created_at", sa.Integer(), nullable=False),
-        sa.Column("updated_at", sa.Integer(), nullable=False),
-        sa.Column("expires_at", sa.Integer(), nullable=True),
+        sa.Column("created_at", time_type, nullable=False),
+        sa.Column("updated_at", time_type, nullable=False),
+        sa.Column("expires_at", time_type, nullable=True),
         sa.Column("supersedes_id", sa.Text(), nullable=True),
         sa.Column("source_refs", json_type, nullable=False, server_default=sa.text("'[]'")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_memory_records")),

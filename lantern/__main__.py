@@ -1,0 +1,5 @@
+"""`python -m lantern` runs the `lantern` command."""
+
+from lantern.cli import main
+
+main()

@@ -1,0 +1,287 @@
+"""Tests for lantern.query against a real SQLite FTS5 table and, if reachable, PostgreSQL.
+
+The point of the module is that no user input can make either engine raise, and that literal
+text is found literally, so the tests run the generated queries on the real engines rather than
+comparing strings.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lantern.query import MAX_TERMS, ParsedQuery, Term, parse_query
+
+PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+
+# (query, document it must find). Each document also contains some noise so that matching is
+# not trivially "any row".
+FINDS = [
+    ("C++", "I use C++ daily"),
+    ("don't", "we don't know"),
+    ("20.04", "Ubuntu 20.04 LTS"),
+    ("multi-agent", "a multi-agent system"),
+    ('"unclosed', "an unclosed quote"),
+    ("AND OR NOT (", "to be or not to be, and so on"),
+    ("NEAR(a b)", "stay near a tree, plan b"),
+    ("a:b", "the ratio a:b is fixed"),
+    ("^start", "start here"),
+    ("col:term", "col:term in text"),
+    ("-x", "x marks the spot"),
+    ("+y", "the y axis"),
+    ("foo*", "foobar baz"),
+    ('"quoted phrase"', "a quoted phrase here"),
+    ("über", "Über alles"),
+    ("日本語", "日本語 テキスト"),
+    ("e-mail*", "send e-mails daily"),
+    ('"multi-agent sys"*', "a multi-agent system"),
+    ("\x00C++\x07", "I use C++ daily"),
+    ("\ud800don't\udfff", "we don't know"),
+    ("daily\ud83d\udd25 C++", "I use C++ daily"),
+]
+
+NOTHING = ["*", ")", "🔥", "", "   ", "\"\" ''", '""', "\x00", "\ud800", "\x01\x1f\x7f", "-", "+*^"]
+
+NASTY = [query for query, _ in FINDS] + NOTHING + ["x" * 1_000_000, ("a " * 500_000), '"' * 9999]
+
+# Operator syntax of both engines, glued into random text by the property tests.
+FRAGMENTS = [
+    *"\"*():^+-{}[],.'\\!&|<>~@#$%=;/",
+    *("AND", "OR", "NOT", "NEAR", "NEAR(", "<->", "<2>", ":*", ":A", "col:", "x:", "!"),
+    *(" ", "  ", "\t", "\n", "\x00", "\ud800", "\udc00", "\ud83d\udd25", "🔥", "é", "e\u0301"),
+    *("C++", "don't", "20.04", "e-mail", "foo", "bar", "über", "日本語", "-5", "a.b", "'s"),
+]
+ANY_CHAR = st.one_of(st.characters(), st.characters(categories=["Cs"]))
+NASTY_TEXT = st.lists(
+    st.one_of(st.text(ANY_CHAR, max_size=12), st.sampled_from(FRAGMENTS)), max_size=16
+).map("".join)
+# Text over an alphabet where our tokenizer is exactly FTS5's: a document equal to the query
+# must be found by that query.
+PLAIN_TEXT = st.lists(
+    st.sampled_from([*"aAbé0-.'*\" ", "foo", "Bar", "C++", "20.04", "über", "日本語", "x:y"]),
+    max_size=20,
+).map("".join)
+
+PROPERTY = settings(
+    max_examples=300,
+    deadline=None,
+    database=None,  # no .hypothesis/ directory in the repository
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+
+
+@pytest.fixture(scope="module")
+def fts5() -> Iterator[sqlite3.Connection]:
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+    documents = dict.fromkeys(doc for _, doc in FINDS)  # each distinct document once
+    db.executemany("INSERT INTO docs(body) VALUES (?)", [(doc,) for doc in documents])
+    db.executemany(
+        "INSERT INTO docs(body) VALUES (?)",
+        [("foo bar baz",), ("phrase quoted",), ("foo",), ("near the end",)],
+    )
+    yield db
+    db.close()
+
+
+def fts5_search(db: sqlite3.Connection, query: ParsedQuery) -> list[str]:
+    rows = db.execute("SELECT body FROM docs WHERE docs MATCH ?", (query.to_fts5(),))
+    return [body for (body,) in rows]
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[Any]:
+    psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed")
+    try:
+        conn = psycopg.connect(PG_DSN, connect_timeout=3, autocommit=True)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL not reachable at {PG_DSN}: {exc}")
+    with conn:
+        yield conn
+
+
+def pg_matches(conn: Any, document: str, query: ParsedQuery) -> bool:
+    sql = "SELECT to_tsvector('simple', %s) @@ to_tsquery('simple', %s)"
+    row = conn.execute(sql, (document, query.to_tsquery())).fetchone()
+    return bool(row[0])
+
+
+def parsed(text: str) -> ParsedQuery:
+    query = parse_query(text)
+    assert query is not None
+    return query
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "terms"),
+    [
+        ("C++", [(("c",), False)]),
+        ("don't", [(("don", "t"), False)]),
+        ("20.04", [(("20", "04"), False)]),
+        ("multi-agent", [(("multi", "agent"), False)]),
+        ("e-mail*", [(("e", "mail"), True)]),
+        ("AND OR NOT", [(("and",), False), (("or",), False), (("not",), False)]),
+        ("NEAR(a b)", [(("near", "a"), False), (("b",), False)]),
+        ('"quoted Phrase"', [(("quoted", "phrase"), False)]),
+        ('"unclosed phrase', [(("unclosed", "phrase"), False)]),
+        ('"foo bar"*', [(("foo", "bar"), True)]),
+        ('"foo bar*"', [(("foo", "bar"), True)]),
+        ('"foo* bar"', [(("foo", "bar"), False)]),
+        ("(foo*)", [(("foo",), True)]),
+        ("foo*bar", [(("foo", "bar"), False)]),
+        ('a "" b', [(("a",), False), (("b",), False)]),
+        ("über ÜBER", [(("über",), False), (("über",), False)]),
+        ("cafe\u0301", [(("cafe\u0301",), False)]),
+    ],
+)
+def test_parse(text: str, terms: list[tuple[tuple[str, ...], bool]]) -> None:
+    assert parsed(text).terms == tuple(Term(tokens, prefix) for tokens, prefix in terms)
+
+
+@pytest.mark.parametrize("text", NOTHING)
+def test_nothing_to_search_is_none(text: str) -> None:
+    assert parse_query(text) is None
+
+
+def test_rendering() -> None:
+    query = parsed("C++ don't e-mail* \"it's a\\b\"*")
+    assert query.to_fts5() == '"c" "don t" "e mail"* "it s a b"*'
+    assert query.to_tsquery() == r"'C++' & 'don''t' & 'e-mail':* & ('it''s' <-> 'a\\b':*)"
+
+
+def test_hand_built_terms_render_from_tokens() -> None:
+    query = ParsedQuery((Term(("a", 'b"c'), True), Term((), False), Term(("it's",), False)))
+    assert query.to_fts5() == '"a b""c"* "it\'s"'
+    assert query.to_tsquery() == "('a' <-> 'b\"c':*) & 'it''s'"
+
+
+def test_limits() -> None:
+    many = parsed(" ".join(f"w{i}" for i in range(1000)))
+    assert len(many.terms) == MAX_TERMS
+    assert many.terms[-1].tokens == (f"w{MAX_TERMS - 1}",)
+    assert parse_query("x" * 257) is None
+    assert parse_query(f'"a {"x" * 257} b" c') == ParsedQuery((Term(("c",), False),))
+    assert parsed("y" * 256).terms[0].tokens == ("y" * 256,)
+    assert parse_query("a " * 600 + "late") is not None
+    assert "late" not in parsed("a " * 600 + "late").to_fts5()  # past the first 1,024 chars
+
+
+@pytest.mark.parametrize("text", NASTY)
+def test_nasty_output_is_encodable(text: str) -> None:
+    query = parse_query(text)
+    if query is not None:
+        query.to_fts5().encode("utf-8")
+        query.to_tsquery().encode("utf-8")
+        assert "\x00" not in query.to_fts5() + query.to_tsquery()
+
+
+# --- SQLite FTS5 ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "document"), FINDS)
+def test_fts5_finds_literal_text(fts5: sqlite3.Connection, text: str, document: str) -> None:
+    assert document in fts5_search(fts5, parsed(text))
+
+
+@pytest.mark.parametrize("text", NASTY)
+def test_fts5_accepts_nasty_input(fts5: sqlite3.Connection, text: str) -> None:
+    query = parse_query(text)
+    if query is not None:
+        fts5_search(fts5, query)
+
+
+def test_fts5_semantics(fts5: sqlite3.Connection) -> None:
+    def search(text: str) -> list[str]:
+        return sorted(fts5_search(fts5, parsed(text)))
+
+    assert search('"quoted phrase"') == ["a quoted phrase here"]  # not "phrase quoted"
+    assert search("phrase quoted") == ["a quoted phrase here", "phrase quoted"]
+    assert search("foo bar") == ["foo bar baz"]  # AND: the row with only "foo" is not found
+    assert search("foo") == ["foo", "foo bar baz"]  # no implicit prefix: "foobar" is a word
+    assert search("foo*") == ["foo", "foo bar baz", "foobar baz"]
+    assert search("NEAR") == ["near the end", "stay near a tree, plan b"]
+    assert search("C++ daily") == ["I use C++ daily"]
+    assert search("don't know") == ["we don't know"]
+    assert search('"don\'t know"') == ["we don't know"]
+
+
+@PROPERTY
+@given(NASTY_TEXT)
+def test_fts5_never_raises(fts5: sqlite3.Connection, text: str) -> None:
+    query = parse_query(text)
+    if query is not None:
+        fts5_search(fts5, query)
+
+
+@PROPERTY
+@given(PLAIN_TEXT)
+def test_fts5_text_finds_itself(text: str) -> None:
+    query = parse_query(text)
+    if query is None:
+        return
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+    db.execute("INSERT INTO docs(body) VALUES (?)", (text,))
+    assert fts5_search(db, query), (text, query.to_fts5())
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "document"), FINDS)
+def test_pg_finds_literal_text(pg: Any, text: str, document: str) -> None:
+    assert pg_matches(pg, document, parsed(text))
+
+
+@pytest.mark.parametrize("text", NASTY)
+def test_pg_accepts_nasty_input(pg: Any, text: str) -> None:
+    query = parse_query(text)
+    if query is not None:
+        pg.execute("SELECT to_tsquery('simple', %s)", (query.to_tsquery(),))
+
+
+def test_pg_semantics(pg: Any) -> None:
+    assert not pg_matches(pg, "phrase quoted", parsed('"quoted phrase"'))
+    assert not pg_matches(pg, "foo only", parsed("foo bar"))
+    assert not pg_matches(pg, "foobar", parsed("foo"))
+    assert pg_matches(pg, "foobar", parsed("foo*"))
+    assert pg_matches(pg, "see example.com now", parsed("example.com"))
+    assert pg_matches(pg, "AND OR NOT", parsed("not or and"))
+
+
+@PROPERTY
+@given(NASTY_TEXT)
+def test_pg_never_raises(pg: Any, text: str) -> None:
+    query = parse_query(text)
+    if query is not None:
+        pg.execute("SELECT to_tsquery('simple', %s)", (query.to_tsquery(),))
+
+
+@PROPERTY
+@given(
+    st.text(ANY_CHAR.filter(lambda c: c not in "\x00\"'\\") | st.sampled_from("'\\"), max_size=30)
+)
+def test_pg_operand_is_the_word(pg: Any, word: str) -> None:
+    # Quoting must hand PostgreSQL's parser exactly the user's word: compare with
+    # phraseto_tsquery, which parses raw text without any query syntax.
+    encodable = word.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    query = ParsedQuery((Term(("x",), False, (encodable,)),))
+    sql = "SELECT to_tsquery('simple', %s)::text = phraseto_tsquery('simple', %s)::text"
+    row = pg.execute(sql, (query.to_tsquery(), encodable)).fetchone()
+    assert row[0], word
+
+
+@PROPERTY
+@given(PLAIN_TEXT)
+def test_pg_text_finds_itself(pg: Any, text: str) -> None:
+    query = parse_query(text)
+    if query is not None:
+        assert pg_matches(pg, text, query), (text, query.to_tsquery())
