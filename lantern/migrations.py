@@ -17,11 +17,12 @@ import os
 import sqlite3
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 
 from lantern.errors import NotAStore, SchemaMismatch, StoreIOError
 from lantern.location import StoreLocation
@@ -40,6 +41,7 @@ TABLES_BY_REVISION = {
     "0003": frozenset({"memory_records"}),
 }
 LEGACY_GENERATIONS = {1: "0001", 2: "0002"}
+LEGACY_TABLES = TABLES_BY_REVISION["0001"] | TABLES_BY_REVISION["0002"]
 
 # Full-text index tables (and their shadow tables) live outside the models.
 FTS_TABLE_PREFIXES = ("chunks_fts",)
@@ -88,8 +90,11 @@ def read_state(conn: Connection, location: StoreLocation) -> StoreState:
     tables = _table_names(conn)
     if "alembic_version" in tables:
         versions = [row[0] for row in conn.execute(text("SELECT version_num FROM alembic_version"))]
-        if len(versions) != 1:
+        if len(versions) > 1:
             raise NotAStore(f"{where} has a damaged alembic_version table ({len(versions)} rows)")
+        if not versions:
+            # Downgraded to base: no revision applied, so judge the store by its tables.
+            return _unversioned_state(conn, tables - {"alembic_version"}, where)
         revision = versions[0]
         if revision not in REVISIONS:
             raise SchemaMismatch(
@@ -97,6 +102,10 @@ def read_state(conn: Connection, location: StoreLocation) -> StoreState:
                 f"Lantern knows up to {HEAD}); upgrade Lantern to use it"
             )
         return StoreState(revision=revision, legacy_generation=None, empty=False)
+    return _unversioned_state(conn, tables, where)
+
+
+def _unversioned_state(conn: Connection, tables: set[str], where: str) -> StoreState:
     ours = set().union(*TABLES_BY_REVISION.values())
     if conn.dialect.name != "sqlite":
         if tables & ours:
@@ -189,12 +198,17 @@ def run_environment(context: Any) -> None:
         announce = False
     settings: dict[str, Any] = {
         "target_metadata": Base.metadata,
-        "include_object": include_object,
         "render_as_batch": True,
         "transactional_ddl": True,
     }
     if context.is_offline_mode():
-        context.configure(url=options.location.url, literal_binds=True, **settings)
+        dialect = "sqlite" if options.location.is_sqlite else "postgresql"
+        context.configure(
+            url=options.location.url,
+            literal_binds=True,
+            include_object=schema_filter(dialect),
+            **settings,
+        )
         with context.begin_transaction():
             context.run_migrations()
         return
@@ -207,32 +221,27 @@ def run_environment(context: Any) -> None:
 def _run_online(context: Any, options: _Options, settings: dict[str, Any]) -> None:
     from lantern.store import create_store_engine, prepare_sqlite_file, translate_errors
 
+    provided: Connection | Engine | None = context.config.attributes.get("connection")
+    if isinstance(provided, Engine):
+        with provided.connect() as conn, conn.begin():
+            _migrate(context, conn, options, settings)
+        return
+    if provided is not None:
+        # A caller that shares its connection (Alembic's cookbook, pytest-alembic) owns the
+        # transaction; the same recognition and stamping still apply.
+        _migrate(context, provided, options, settings)
+        return
     location = options.location
     if location.path is not None:
         prepare_sqlite_file(location.path)
     engine = create_store_engine(location)
-    report = options.report
     try:
         with (
             translate_errors(location),
             engine.execution_options(lantern_write=True).connect() as conn,
         ):
             with conn.begin():
-                if conn.dialect.name == "postgresql":
-                    # Two processes upgrading at once take turns instead of interleaving.
-                    conn.execute(text("SELECT pg_advisory_xact_lock(7_460_771_114)"))
-                state = read_state(conn, location)
-                report.from_revision = state.effective_revision
-                report.legacy_generation = state.legacy_generation
-                if state.needs_upgrade and options.backup and location.path is not None:
-                    report.backup_path = backup_sqlite(location.path)
-                context.configure(connection=conn, **settings)
-                if state.legacy_generation is not None:
-                    context.get_context().stamp(context.script, state.effective_revision)
-                with context.begin_transaction():
-                    context.run_migrations()
-                report.to_revision = HEAD
-                report.upgraded = state.effective_revision != HEAD
+                _migrate(context, conn, options, settings)
             if conn.dialect.name == "sqlite":
                 # Outside any transaction: the journal mode cannot change inside one.
                 raw = conn.connection.dbapi_connection
@@ -242,11 +251,51 @@ def _run_online(context: Any, options: _Options, settings: dict[str, Any]) -> No
         engine.dispose()
 
 
-def include_object(
-    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
-) -> bool:
-    """Leave full-text index tables out of schema comparisons: they are not in the models."""
-    return not (type_ == "table" and name is not None and name.startswith(FTS_TABLE_PREFIXES))
+def _migrate(context: Any, conn: Connection, options: _Options, settings: dict[str, Any]) -> None:
+    """Recognise, back up, adopt and upgrade, inside the caller's transaction."""
+    location = options.location
+    report = options.report
+    if conn.dialect.name == "postgresql":
+        # Two processes upgrading at once take turns instead of interleaving.
+        conn.execute(text("SELECT pg_advisory_xact_lock(7460771114)"))
+    state = read_state(conn, location)
+    report.from_revision = state.effective_revision
+    report.legacy_generation = state.legacy_generation
+    if state.needs_upgrade and options.backup and location.path is not None:
+        report.backup_path = backup_sqlite(location.path)
+    context.configure(
+        connection=conn, include_object=schema_filter(conn.dialect.name), **settings
+    )
+    if state.legacy_generation is not None:
+        context.get_context().stamp(context.script, state.effective_revision)
+    with context.begin_transaction():
+        context.run_migrations()
+    report.to_revision = HEAD
+    report.upgraded = state.effective_revision != HEAD
+
+
+def schema_filter(dialect: str) -> Callable[..., bool]:
+    """What schema comparisons (autogenerate, models-match-DDL) look at on this engine.
+
+    Full-text index tables are not in the models. On SQLite, the legacy evidence tables keep
+    their generation-1 DDL verbatim (a test pins it), whose inline `REFERENCES ... ON DELETE`
+    and `UNIQUE` clauses and nullable TEXT primary keys SQLite cannot reflect faithfully, so
+    their constraints and key columns are left to that exact comparison instead.
+    """
+
+    def include(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
+        if type_ == "table":
+            return not (name or "").startswith(FTS_TABLE_PREFIXES)
+        if dialect != "sqlite":
+            return True
+        table = getattr(obj, "table", None)
+        if table is None or table.name not in LEGACY_TABLES:
+            return True
+        if type_ in ("foreign_key_constraint", "unique_constraint"):
+            return False
+        return not (type_ == "column" and obj.primary_key)
+
+    return include
 
 
 def backup_sqlite(path: Path) -> Path:

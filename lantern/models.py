@@ -131,25 +131,6 @@ class MemoryRecord(Base):
         CheckConstraint("priority BETWEEN 0 AND 100", name="priority_range"),
         CheckConstraint("urgency BETWEEN 0 AND 100", name="urgency_range"),
         CheckConstraint("confidence >= 0.0 AND confidence <= 1.0", name="confidence_range"),
-        # The default listing order, so `memory list` walks an index instead of sorting.
-        # Status words sort alphabetically with `active` first, which is the order we want.
-        Index(
-            "ix_memory_records_scope_order",
-            "scope",
-            "status",
-            sql_text("priority DESC"),
-            sql_text("urgency DESC"),
-            sql_text("updated_at DESC"),
-            "id",
-        ),
-        Index(
-            "ix_memory_records_status_order",
-            "status",
-            sql_text("priority DESC"),
-            sql_text("urgency DESC"),
-            sql_text("updated_at DESC"),
-            "id",
-        ),
         # A record is replaced at most once: its successor is unique.
         Index("ix_memory_records_supersedes_id", "supersedes_id", unique=True),
     )
@@ -171,6 +152,18 @@ class MemoryRecord(Base):
     source_refs: Mapped[list[dict[str, Any]]] = mapped_column(
         JSONText(empty="[]"), server_default=sql_text("'[]'")
     )
+
+
+# The default listing order, so `memory list` walks an index instead of sorting. Status words
+# sort alphabetically with `active` first, which is the order we want.
+_LIST_ORDER = (
+    MemoryRecord.priority.desc(),
+    MemoryRecord.urgency.desc(),
+    MemoryRecord.updated_at.desc(),
+    MemoryRecord.id,
+)
+Index("ix_memory_records_scope_order", MemoryRecord.scope, MemoryRecord.status, *_LIST_ORDER)
+Index("ix_memory_records_status_order", MemoryRecord.status, *_LIST_ORDER)
 
 
 def _table(model: type[Base]) -> Table:

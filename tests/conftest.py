@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +20,9 @@ from click.testing import CliRunner, Result
 
 from lantern.api import Lantern
 from lantern.cli import cli
+from tests.helpers import CliRun, ProcessRun, lantern_process
 
 POSTGRES_ENV = "LANTERN_TEST_POSTGRES_URL"
-LANTERN_BIN = Path(sys.executable).with_name("lantern")
 
 
 def pytest_report_header() -> list[str]:
@@ -89,9 +87,6 @@ def lt(store_url: str) -> Iterator[Lantern]:
         yield lantern
 
 
-CliRun = Callable[..., Result]
-
-
 @pytest.fixture
 def run_cli(store_url: str) -> CliRun:
     """Run a `lantern` command in-process with Click's runner, against the test store."""
@@ -103,21 +98,11 @@ def run_cli(store_url: str) -> CliRun:
     return run
 
 
-ProcessRun = Callable[..., subprocess.CompletedProcess[str]]
-
-
 @pytest.fixture
 def run_lantern(store_url: str) -> ProcessRun:
     """Run the installed `lantern` executable in a subprocess, against the test store."""
 
     def run(*args: str, input: str | None = None, env: dict[str, Any] | None = None) -> Any:
-        return subprocess.run(
-            [str(LANTERN_BIN), "--db", store_url, *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            env={**os.environ, **(env or {})},
-            timeout=60,
-        )
+        return lantern_process("--db", store_url, *args, input=input, env=env)
 
     return run

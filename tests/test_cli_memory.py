@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import CliRun, ProcessRun
+from tests.helpers import CliRun, ProcessRun
 
 RECORD_KEYS = [
     "id",

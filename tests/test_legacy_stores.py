@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from legacy_stores import (
+from tests.legacy_stores import (
     EMBEDDING_DIM,
     FTS_PROBE_QUERIES,
     GENERATION_1_DDL,

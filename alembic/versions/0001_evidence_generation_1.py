@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -69,7 +70,7 @@ def upgrade() -> None:
         sa.Column("kind", sa.Text(), nullable=False),
         sa.Column("title", sa.Text(), nullable=True),
         sa.Column("content_hash", sa.Text(), nullable=False),
-        sa.Column("metadata", sa.Text(), nullable=True, server_default=sa.text("'{}'")),
+        sa.Column("metadata", postgresql.JSONB(), nullable=True, server_default=sa.text("'{}'")),
         sa.Column("created_at", time_type, nullable=False),
         sa.Column("updated_at", time_type, nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_sources")),
@@ -83,7 +84,7 @@ def upgrade() -> None:
         sa.Column("text", sa.Text(), nullable=False),
         sa.Column("start_offset", sa.Integer(), nullable=True),
         sa.Column("end_offset", sa.Integer(), nullable=True),
-        sa.Column("metadata", sa.Text(), nullable=True, server_default=sa.text("'{}'")),
+        sa.Column("metadata", postgresql.JSONB(), nullable=True, server_default=sa.text("'{}'")),
         sa.Column("created_at", time_type, nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_chunks")),
         sa.ForeignKeyConstraint(

@@ -51,7 +51,7 @@ def upgrade() -> None:
         sa.Column("name", sa.Text(), nullable=False),
         sa.Column("kind", sa.Text(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_entities")),
-        sa.UniqueConstraint("name", "kind", name=op.f("uq_entities_name")),
+        sa.UniqueConstraint("name", "kind", name=op.f("uq_entities_name_kind")),
     )
     op.create_table(
         "chunk_entities",

@@ -1,0 +1,35 @@
+"""Small shared pieces for tests (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from click.testing import Result
+
+LANTERN_BIN = Path(sys.executable).with_name("lantern")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+CliRun = Callable[..., Result]
+ProcessRun = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def lantern_process(*args: str, env: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+    """Run the installed `lantern` executable with the test environment."""
+    return subprocess.run(
+        [str(LANTERN_BIN), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        **kwargs,
+    )
+
+
+def file_state(path: Path) -> tuple[bytes, int]:
+    """Bytes and modification time, to prove a command left a file untouched."""
+    return path.read_bytes(), path.stat().st_mtime_ns
