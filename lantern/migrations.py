@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # Revisions in order; HEAD is the last. A test checks these against the scripts.
-REVISIONS = ("0001", "0002", "0003")
+REVISIONS = ("0001", "0002", "0003", "0004")
 HEAD = REVISIONS[-1]
 
 # What each revision creates, to recognise legacy generations and refuse odd files.
@@ -39,12 +39,15 @@ TABLES_BY_REVISION = {
     "0001": frozenset({"sources", "chunks", "chunks_fts"}),
     "0002": frozenset({"entities", "chunk_entities", "embeddings"}),
     "0003": frozenset({"memory_records"}),
+    "0004": frozenset(),
 }
 LEGACY_GENERATIONS = {1: "0001", 2: "0002"}
 LEGACY_TABLES = TABLES_BY_REVISION["0001"] | TABLES_BY_REVISION["0002"]
 
-# Full-text index tables (and their shadow tables) live outside the models.
+# Full-text index tables (and their shadow tables) and PostgreSQL's generated tsvector
+# columns belong to each engine's search code, not to the models.
 FTS_TABLE_PREFIXES = ("chunks_fts",)
+FTS_COLUMNS = frozenset({"text_tsv"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +289,10 @@ def schema_filter(dialect: str) -> Callable[..., bool]:
     def include(obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any) -> bool:
         if type_ == "table":
             return not (name or "").startswith(FTS_TABLE_PREFIXES)
+        if type_ == "column" and name in FTS_COLUMNS:
+            return False
+        if type_ == "index" and name is not None and name.endswith("_tsv"):
+            return False
         if dialect != "sqlite":
             return True
         table = getattr(obj, "table", None)
