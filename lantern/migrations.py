@@ -147,17 +147,14 @@ def _table_names(conn: Connection) -> set[str]:
         return {name for (name,) in rows if not _is_fts_shadow(name)}
     rows = conn.execute(
         text(
-            "SELECT table_name FROM information_schema.tables "
-            "WHERE table_schema = current_schema()"
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
         )
     )
     return {name for (name,) in rows}
 
 
 def _is_fts_shadow(name: str) -> bool:
-    return any(
-        name.startswith(prefix + "_") and name != prefix for prefix in FTS_TABLE_PREFIXES
-    )
+    return any(name.startswith(prefix + "_") and name != prefix for prefix in FTS_TABLE_PREFIXES)
 
 
 def script_location() -> Path:
@@ -266,9 +263,7 @@ def _migrate(context: Any, conn: Connection, options: _Options, settings: dict[s
     report.legacy_generation = state.legacy_generation
     if state.needs_upgrade and options.backup and location.path is not None:
         report.backup_path = backup_sqlite(location.path)
-    context.configure(
-        connection=conn, include_object=schema_filter(conn.dialect.name), **settings
-    )
+    context.configure(connection=conn, include_object=schema_filter(conn.dialect.name), **settings)
     if state.legacy_generation is not None:
         context.get_context().stamp(context.script, state.effective_revision)
     with context.begin_transaction():

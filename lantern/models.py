@@ -22,6 +22,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+)
+from sqlalchemy import (
     text as sql_text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column

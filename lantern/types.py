@@ -14,7 +14,6 @@ from sqlalchemy import BigInteger, Dialect, Integer, Text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-
 # Unix seconds: SQLite's INTEGER is 64-bit already; PostgreSQL needs BIGINT past 2038.
 UnixTime = Integer().with_variant(BigInteger(), "postgresql")
 

@@ -71,7 +71,9 @@ def text(field: str, value: object, *, max_chars: int) -> str:
     if not value.strip():
         raise InvalidInput(f"{field} must not be empty")
     if len(value) > max_chars:
-        raise InvalidInput(f"{field} is too long: {len(value)} characters, the limit is {max_chars}")
+        raise InvalidInput(
+            f"{field} is too long: {len(value)} characters, the limit is {max_chars}"
+        )
     if "\x00" in value:
         raise InvalidInput(f"{field} must not contain NUL characters")
     try:

@@ -44,7 +44,7 @@ def isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def _postgres_schema_url(base_url: str) -> Iterator[str]:
-    """A fresh schema on the test server, dropped afterwards; the URL points its search_path there."""
+    """A fresh schema on the test server, dropped afterwards; the URL selects it."""
     schema = f"t_{uuid.uuid4().hex[:12]}"
     engine = sqlalchemy.create_engine(base_url, isolation_level="AUTOCOMMIT")
     try:

@@ -22,6 +22,7 @@ def lantern_process(*args: str, env: dict[str, Any] | None = None, **kwargs: Any
     """Run the installed `lantern` executable with the test environment."""
     return subprocess.run(
         [str(LANTERN_BIN), *args],
+        check=False,
         capture_output=True,
         text=True,
         env={**os.environ, **(env or {})},

@@ -65,7 +65,8 @@ def _schema_diffs(path: Path) -> list[Any]:
     try:
         with engine.connect() as conn:
             context = MigrationContext.configure(
-                conn, opts={"include_object": migrations.schema_filter("sqlite"), "compare_type": True}
+                conn,
+                opts={"include_object": migrations.schema_filter("sqlite"), "compare_type": True},
             )
             return list(compare_metadata(context, Base.metadata))
     finally:
@@ -281,7 +282,9 @@ def _make_unrecognised(path: Path, case: str) -> None:
     if case == "not-sqlite":
         path.write_bytes(b"This is a plain text file, not a database.\n" * 100)
     elif case == "other-app":
-        _write_sqlite(path, "CREATE TABLE bookmarks (url TEXT)", "INSERT INTO bookmarks VALUES ('x')")
+        _write_sqlite(
+            path, "CREATE TABLE bookmarks (url TEXT)", "INSERT INTO bookmarks VALUES ('x')"
+        )
     elif case == "unknown-user-version":
         build_legacy_store(path, 1, awkward=False)
         _write_sqlite(path, "PRAGMA user_version = 7")
@@ -295,7 +298,13 @@ def _make_unrecognised(path: Path, case: str) -> None:
 
 @pytest.mark.parametrize("case", sorted(UNRECOGNISED))
 @pytest.mark.parametrize(
-    "command", [["memory", "list"], ["db", "status"], ["db", "upgrade"], ["memory", "add", "--kind", "fact", "x"]]
+    "command",
+    [
+        ["memory", "list"],
+        ["db", "status"],
+        ["db", "upgrade"],
+        ["memory", "add", "--kind", "fact", "x"],
+    ],
 )
 def test_unrecognised_files_are_refused_untouched(
     tmp_path: Path, case: str, command: list[str]

@@ -12,6 +12,7 @@ Create Date: 2026-11-30
 from collections.abc import Sequence
 
 import sqlalchemy as sa
+
 from alembic import op
 
 revision: str = "0002"

@@ -10,8 +10,9 @@ Create Date: 2026-11-30
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
 from sqlalchemy.dialects import postgresql
+
+from alembic import op
 
 revision: str = "0003"
 down_revision: str | None = "0002"

@@ -10,7 +10,10 @@ from lantern.cli.output import emit_json, json_option, note
 
 @click.group()
 def db() -> None:
-    """The store itself: status and schema upgrades."""
+    """The store itself: status and schema upgrades.
+
+    lantern db status
+    """
 
 
 @db.command("status")

@@ -14,7 +14,10 @@ from lantern.validation import MEMORY_KINDS, STATUS_FILTERS
 
 @click.group()
 def memory() -> None:
-    """Memory records: explicit, durable state the agent decided to keep."""
+    """Memory records: explicit, durable state the agent decided to keep.
+
+        lantern memory list --scope user:raphael
+    """
 
 
 @memory.command("add")

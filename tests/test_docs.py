@@ -1,0 +1,22 @@
+"""The documentation that is generated from the code stays current."""
+
+from __future__ import annotations
+
+from lantern.cli.reference import render
+from tests.helpers import REPO_ROOT
+
+
+def test_cli_reference_is_current() -> None:
+    documented = (REPO_ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert documented == render(), (
+        "docs/cli.md is out of date: run `python -m lantern.cli.reference > docs/cli.md`"
+    )
+
+
+def test_every_command_has_an_example_in_its_help() -> None:
+    text = render()
+    for section in text.split("## `")[1:]:
+        title = section.split("`", 1)[0]
+        help_lines = section.split("```text", 1)[1].splitlines()[2:]
+        examples = [line for line in help_lines if line.lstrip().startswith("lantern ")]
+        assert examples, f"the help of `{title}` shows no example"

@@ -1,0 +1,176 @@
+"""The store itself: where it is, how SQLite is configured, and how writers share it."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lantern.api import Lantern
+from lantern.errors import InvalidInput, NotAStore
+from lantern.location import default_path, resolve
+from tests.helpers import lantern_process
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_location_order_flag_then_environment_then_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert resolve().path == tmp_path / "xdg-data" / "lantern" / "lantern.db"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert default_path() == tmp_path / "home" / ".local" / "share" / "lantern" / "lantern.db"
+    monkeypatch.setenv("LANTERN_DB", str(tmp_path / "env.db"))
+    assert resolve().path == tmp_path / "env.db"
+    assert resolve(tmp_path / "flag.db").path == tmp_path / "flag.db"
+
+
+def test_paths_and_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert resolve("relative.db").path == tmp_path / "relative.db"
+    assert resolve("~/x.db").path == tmp_path / "home" / "x.db"
+    assert resolve(f"sqlite:///{tmp_path}/url.db").path == tmp_path / "url.db"
+    postgres = resolve("postgresql://me:secret@db.example/lantern")
+    assert postgres.path is None
+    assert postgres.url.startswith("postgresql+psycopg://me:secret@")
+    assert "secret" not in postgres.display_url
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("", "the store location is empty"),
+        ("mysql://u@h/db", "unsupported database 'mysql'"),
+        ("sqlite://", "in-memory"),
+        ("sqlite:///:memory:", "in-memory"),
+        ("postgresql+asyncpg://u@h/db", "psycopg 3 driver"),
+        ("not a url://x", "not a valid database URL"),
+    ],
+)
+def test_bad_locations_are_refused(value: str, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        resolve(value)
+
+
+def test_default_store_is_created_with_private_modes(tmp_path: Path) -> None:
+    os.umask(0o022)
+    result = lantern_process("memory", "add", "--kind", "fact", "in the default store")
+    assert result.returncode == 0, result.stderr
+    store = tmp_path / "xdg-data" / "lantern" / "lantern.db"
+    assert store.exists()
+    assert _mode(store) == 0o600
+    assert _mode(store.parent) == 0o700
+    assert _mode(store.parent.parent) == 0o700
+
+
+def test_wal_and_shm_files_are_owner_only(db_path: Path) -> None:
+    os.umask(0o022)
+    with Lantern.open(db_path) as lt:
+        lt.memory.add(kind="fact", content="one")
+        reader = sqlite3.connect(db_path)
+        reader.execute("SELECT count(*) FROM memory_records").fetchone()
+        companions = [db_path.with_name(db_path.name + s) for s in ("-wal", "-shm")]
+        assert all(p.exists() for p in companions)
+        assert [_mode(p) for p in (db_path, *companions)] == [0o600, 0o600, 0o600]
+        reader.close()
+
+
+def test_existing_directory_modes_are_left_alone(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    Lantern.open(shared / "x.db").close()
+    assert _mode(shared) == 0o755
+
+
+def test_sqlite_settings(db_path: Path) -> None:
+    with Lantern.open(db_path) as lt, lt.store.read() as conn:
+        pragma = lambda name: conn.exec_driver_sql(f"PRAGMA {name}").scalar_one()  # noqa: E731
+        assert pragma("journal_mode") == "wal"
+        assert pragma("foreign_keys") == 1
+        assert pragma("busy_timeout") >= 5000
+        assert pragma("synchronous") == 1  # NORMAL
+
+
+def test_a_directory_is_not_a_store(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="is a directory"):
+        Lantern.open(tmp_path)
+
+
+def test_an_empty_file_becomes_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    path.touch()
+    with Lantern.open(path) as lt:
+        assert lt.status().revision is not None
+
+
+def test_garbage_file_is_not_a_store(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.db"
+    path.write_bytes(os.urandom(4096))
+    with pytest.raises(NotAStore):
+        Lantern.open(path)
+
+
+def test_reads_never_wait_for_a_writer(db_path: Path) -> None:
+    with Lantern.open(db_path) as lt:
+        lt.memory.add(kind="fact", content="visible")
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute(
+        "INSERT INTO memory_records (id, kind, content, created_at, updated_at) "
+        "VALUES ('mem_uncommitted', 'fact', 'not yet', 0, 0)"
+    )
+    try:
+        started = time.monotonic()
+        result = lantern_process("--db", str(db_path), "memory", "list", "--json")
+        assert result.returncode == 0, result.stderr
+        assert '"visible"' in result.stdout and "not yet" not in result.stdout
+        assert time.monotonic() - started < 5
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+def test_a_writer_waits_for_another_writer_instead_of_failing(db_path: Path) -> None:
+    with Lantern.open(db_path):
+        pass
+    holder = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(1.5, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        result = lantern_process("--db", str(db_path), "memory", "add", "--kind", "fact", "later")
+    finally:
+        release.join()
+        holder.close()
+    assert result.returncode == 0, result.stderr
+
+
+def test_concurrent_writer_processes_lose_nothing(db_path: Path) -> None:
+    with Lantern.open(db_path):
+        pass
+    script = (
+        "import sys\n"
+        "from lantern import Lantern\n"
+        "with Lantern.open(sys.argv[1]) as lt:\n"
+        "    for n in range(40):\n"
+        "        lt.memory.add(kind='observation', scope='w' + sys.argv[2], content=f'{n}')\n"
+    )
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(db_path), str(w)], stderr=subprocess.PIPE
+        )
+        for w in range(4)
+    ]
+    errors = [worker.communicate(timeout=120)[1] for worker in workers]
+    assert [worker.returncode for worker in workers] == [0, 0, 0, 0], errors
+    with Lantern.open(db_path) as lt:
+        assert len(lt.memory.list(limit=1000)) == 160

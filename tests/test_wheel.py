@@ -1,0 +1,83 @@
+"""An installed wheel carries its migrations: no checkout is needed to create or upgrade stores."""
+
+from __future__ import annotations
+
+import json
+import site
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO_ROOT
+from tests.legacy_stores import build_legacy_store, snapshot
+
+
+def _run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment with the wheel installed; returns its bin directory."""
+    work = tmp_path_factory.mktemp("wheel")
+    built = _run(
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+        "-w", work / "dist", REPO_ROOT, cwd=work,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    wheel = next((work / "dist").glob("lantern-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "lantern/_alembic/env.py" in names
+    assert any(n.startswith("lantern/_alembic/versions/0001_") for n in names)
+    venv = work / "venv"
+    created = _run(sys.executable, "-m", "venv", venv, cwd=work)
+    assert created.returncode == 0, created.stderr
+    pip = _run(venv / "bin" / "pip", "install", "--no-deps", "--no-index", wheel, cwd=work)
+    assert pip.returncode == 0, pip.stderr
+    # Dependencies (SQLAlchemy, Alembic, Click) come from this environment; Lantern itself
+    # only from the wheel: a path added by a .pth file does not run that directory's .pth files,
+    # so the editable install of the checkout stays invisible.
+    purelib = next((venv / "lib").glob("python*/site-packages"))
+    (purelib / "_test_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return venv / "bin"
+
+
+def test_installed_lantern_comes_from_the_wheel(installed: Path, tmp_path: Path) -> None:
+    located = _run(
+        installed / "python",
+        "-c",
+        "import lantern, lantern.migrations as m; print(lantern.__file__); "
+        "print(m.script_location())",
+        cwd=tmp_path,
+    )
+    assert located.returncode == 0, located.stderr
+    module_file, scripts = located.stdout.split()
+    assert "site-packages" in module_file and str(REPO_ROOT) not in module_file
+    assert scripts.endswith("site-packages/lantern/_alembic")
+
+
+def test_installed_lantern_creates_and_upgrades_stores(installed: Path, tmp_path: Path) -> None:
+    lantern = installed / "lantern"
+    new = tmp_path / "new.db"
+    added = _run(
+        lantern, "--db", new, "memory", "add", "--kind", "fact", "--json", "x", cwd=tmp_path
+    )
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["content"] == "x"
+
+    legacy = tmp_path / "legacy.db"
+    build_legacy_store(legacy, 2)
+    before = snapshot(legacy)
+    refused = _run(lantern, "--db", legacy, "memory", "list", cwd=tmp_path)
+    assert refused.returncode == 5
+    upgraded = _run(lantern, "--db", legacy, "db", "upgrade", "--json", cwd=tmp_path)
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert json.loads(upgraded.stdout)["upgraded"] is True
+    assert snapshot(legacy) == before
+    listed = _run(lantern, "--db", legacy, "memory", "list", "--json", cwd=tmp_path)
+    assert listed.returncode == 0 and json.loads(listed.stdout) == []
