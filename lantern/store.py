@@ -31,7 +31,24 @@ from lantern.errors import (
 from lantern.location import StoreLocation
 
 BUSY_TIMEOUT_SECONDS = 15.0
+BUSY_TIMEOUT_ENV = "LANTERN_BUSY_TIMEOUT"
 _WRITE_OPTION = "lantern_write"
+
+
+def busy_timeout() -> float:
+    """Seconds a writer waits for another to finish: LANTERN_BUSY_TIMEOUT, else 15."""
+    raw = os.environ.get(BUSY_TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return BUSY_TIMEOUT_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 86_400:
+        raise InvalidInput(
+            f"{BUSY_TIMEOUT_ENV} must be a number of seconds from 0 to 86400; got {raw!r}"
+        )
+    return seconds
 
 
 def now() -> int:
@@ -85,7 +102,7 @@ def create_store_engine(location: StoreLocation) -> Engine:
 
 
 def _sqlite_engine(location: StoreLocation) -> Engine:
-    engine = create_engine(location.url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
+    engine = create_engine(location.url, connect_args={"timeout": busy_timeout()})
 
     @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
@@ -143,7 +160,7 @@ def translate(exc: DBAPIError, location: StoreLocation) -> LanternError:
     if "locked" in lowered or "could not obtain lock" in lowered or "lock timeout" in lowered:
         return StoreBusy(
             f"the store at {where} stayed busy (locked by another writer) past the "
-            f"{BUSY_TIMEOUT_SECONDS:g} s timeout; try again"
+            f"{busy_timeout():g} s timeout; try again"
         )
     if "disk is full" in lowered or "no space left" in lowered:
         return StoreIOError(f"the disk holding {where} is full; free some space and retry")
