@@ -86,4 +86,3 @@ def test_driver_errors_become_lantern_errors(tmp_path: Path) -> None:
         _driver_error(garbage, "SELECT * FROM sqlite_master"), resolve(str(garbage))
     )
     assert isinstance(not_store, NotAStore) and not_store.exit_code == 4
-
