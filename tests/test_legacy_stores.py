@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.legacy_stores import (
     EMBEDDING_DIM,
     FTS_PROBE_QUERIES,

@@ -28,7 +28,9 @@ def test_add_returns_the_stored_record(lt: Lantern, clock: list[int]) -> None:
         source_refs=["session:abc", {"type": "url", "id": "https://example.org"}],
     )
     assert record == MemoryRecord(
-        id=memory_id("user:raphael", "preference", "Raphael prefers separate branches on his repos."),
+        id=memory_id(
+            "user:raphael", "preference", "Raphael prefers separate branches on his repos."
+        ),
         kind="preference",
         content="Raphael prefers separate branches on his repos.",
         scope="user:raphael",
