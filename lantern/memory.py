@@ -85,7 +85,7 @@ class MemoryRepository:
         nothing: the stored record comes back unchanged, whatever its status or other fields,
         and `created` is False. Changing those fields is an update; reviving it, a restore.
         """
-        values = {
+        values: dict[str, Any] = {
             "kind": validation.kind(kind),
             "content": validation.content(content),
             "scope": validation.scope(scope),
