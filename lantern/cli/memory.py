@@ -16,7 +16,7 @@ from lantern.validation import MEMORY_KINDS, STATUS_FILTERS
 def memory() -> None:
     """Memory records: explicit, durable state the agent decided to keep.
 
-        lantern memory list --scope user:raphael
+    lantern memory list --scope user:raphael
     """
 
 
