@@ -15,13 +15,9 @@ _WIDTH = 100
 
 
 def _sections(command: click.Command, path: list[str], parent: click.Context | None) -> list[str]:
-    ctx = click.Context(
-        command,
-        info_name=path[-1],
-        parent=parent,
-        terminal_width=_WIDTH,
-        max_content_width=_WIDTH,
-    )
+    settings = {**command.context_settings, "terminal_width": _WIDTH, "max_content_width": _WIDTH}
+    # As Click's own `make_context` would: the command's settings, then inherited ones.
+    ctx = click.Context(command, info_name=path[-1], parent=parent, **settings)
     title = " ".join(path)
     sections = [f"## `{title}`\n\n```text\n{command.get_help(ctx).rstrip()}\n```\n"]
     if isinstance(command, click.Group):
