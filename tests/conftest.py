@@ -76,6 +76,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL store address, for tests about PostgreSQL alone."""
+    base_url = os.environ.get(POSTGRES_ENV)
+    if not base_url:
+        pytest.skip(f"PostgreSQL tests need {POSTGRES_ENV} (e.g. postgresql+psycopg://host/db)")
+    yield from _postgres_schema_url(base_url)
+
+
+@pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """A SQLite store path, for tests about the embedded file itself."""
     return tmp_path / "store" / "lantern.db"
