@@ -7,15 +7,18 @@ behaviour, validation and errors as a shell user.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 from sqlalchemy import text
 
-from lantern import migrations
+from lantern import migrations, transfer
 from lantern.errors import SchemaMismatch
+from lantern.evidence import EvidenceRepository
+from lantern.inspection import Inspection, inspect_store
 from lantern.location import StoreLocation, resolve
 from lantern.memory import MemoryRepository
 from lantern.store import Store, create_store_engine, prepare_sqlite_file
@@ -51,6 +54,7 @@ class Lantern:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.memory = MemoryRepository(store)
+        self.evidence = EvidenceRepository(store)
 
     @classmethod
     def open(
@@ -111,6 +115,29 @@ class Lantern:
     def upgrade(self, *, backup: bool = True) -> migrations.UpgradeReport:
         """Bring the store to the current schema, backing up a SQLite file first."""
         return migrations.upgrade(self.location, backup=backup)
+
+    def inspect(self) -> Inspection:
+        """The store at a glance: where, how big, what schema, what it holds (`lantern inspect`)."""
+        return inspect_store(
+            self.store, url=self.location.display_url, size_bytes=_size_bytes(self.store)
+        )
+
+    def export_jsonl(
+        self,
+        out: IO[bytes],
+        *,
+        scope: str | Iterable[str] | None = None,
+        memories: bool = True,
+        evidence: bool = True,
+    ) -> transfer.TransferReport:
+        """Write the store, or part of it, as JSON Lines (README, "Export format")."""
+        return transfer.export_jsonl(
+            self.store, out, scope=scope, memories=memories, evidence=evidence
+        )
+
+    def import_jsonl(self, source: IO[bytes]) -> transfer.TransferReport:
+        """Add what an export holds and the store does not: idempotent, all or nothing."""
+        return transfer.import_jsonl(self.store, source)
 
 
 def _state(store: Store) -> migrations.StoreState:

@@ -3,41 +3,76 @@
 Each public method is one operation in one transaction, timed once. The statements are
 SQLAlchemy Core against the mapped tables: the ORM's per-object bookkeeping costs more than the
 database work on these small, hot operations, and callers get frozen records either way.
+
+Every change a method makes to a record is also appended to its history, its search row and its
+reference rows in the same transaction, so that they can never disagree with the record.
+
+On SQLite every write runs with `secure_delete` on: text that a write removes or replaces
+(an updated content, a merged-away search segment, a forgotten record) is overwritten with zeros
+at once, instead of lingering in free pages until `forget` would have to find it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, Row, or_, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, or_, select, union_all, update
 
-from lantern import validation
+from lantern import history, memory_refs, memory_search, validation
 from lantern.dialect import insert_ignoring_conflicts
-from lantern.errors import Conflict, NotFound
+from lantern.errors import Conflict, InvalidInput, NotFound
 from lantern.ids import memory_id
-from lantern.models import memory_records as table
-from lantern.records import MemoryRecord, freeze_refs
-from lantern.store import Store, now
-
-Records = list[MemoryRecord]
-
-# The documented list order: active first (status words sort alphabetically with `active`
-# first), then higher priority, higher urgency, newer update, and the id to break ties.
-LIST_ORDER = (
-    table.c.status,
-    table.c.priority.desc(),
-    table.c.urgency.desc(),
-    table.c.updated_at.desc(),
-    table.c.id,
+from lantern.memory_filters import (
+    LIST_ORDER,
+    MemoryFilter,
+    after_branches,
+    cursor_for,
+    parse_cursor,
 )
+from lantern.models import memory_history
+from lantern.models import memory_records as table
+from lantern.models import memory_refs as refs_table
+from lantern.query import parse_query
+from lantern.records import (
+    DanglingRef,
+    ForgetReport,
+    HistoryEntry,
+    MemoryChain,
+    MemoryMatch,
+    MemoryRecord,
+    Page,
+    freeze_refs,
+)
+from lantern.store import Store, now, translate_errors
+
+__all__ = ["LIST_ORDER", "MemoryRepository"]
+
+# Aliases: inside the repository, `list` names its method.
+Records = list[MemoryRecord]
+DanglingRefs = list[DanglingRef]
+
+_BATCH = 500
+_MAX_CHAIN = 10_000  # a supersede chain longer than this is not a chain Lantern made
 
 
 class MemoryRepository:
-    """Adds, reads, lists and retires memory records in one store."""
+    """Adds, revises, retires, forgets, finds and explains memory records in one store."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self._store.write() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("PRAGMA secure_delete = ON")
+            yield conn
+
+    # --- writing ------------------------------------------------------------------------------
 
     def add(
         self,
@@ -51,6 +86,7 @@ class MemoryRepository:
         expires_at: int | str | None = None,
         supersedes_id: str | None = None,
         source_refs: Sequence[Any] | None = None,
+        allow_dangling: bool = False,
     ) -> MemoryRecord:
         """Write a record, or return the identical one already stored (see `get_or_add`)."""
         record, _created = self.get_or_add(
@@ -63,6 +99,7 @@ class MemoryRepository:
             expires_at=expires_at,
             supersedes_id=supersedes_id,
             source_refs=source_refs,
+            allow_dangling=allow_dangling,
         )
         return record
 
@@ -78,41 +115,337 @@ class MemoryRepository:
         expires_at: int | str | None = None,
         supersedes_id: str | None = None,
         source_refs: Sequence[Any] | None = None,
+        allow_dangling: bool = False,
     ) -> tuple[MemoryRecord, bool]:
         """Write a record; `(record, created)`.
 
         The id is derived from scope, kind and content, so adding the same memory twice creates
         nothing: the stored record comes back unchanged, whatever its status or other fields,
         and `created` is False. Changing those fields is an update; reviving it, a restore.
+        `source` and `chunk` references must name stored evidence unless `allow_dangling`.
         """
-        values: dict[str, Any] = {
-            "kind": validation.kind(kind),
-            "content": validation.content(content),
-            "scope": validation.scope(scope),
-            "priority": validation.percent("priority", priority),
-            "urgency": validation.percent("urgency", urgency),
-            "confidence": validation.confidence(confidence),
-            "expires_at": None
-            if expires_at is None
-            else validation.timestamp("expires_at", expires_at),
-            "supersedes_id": supersedes_id,
-            "source_refs": validation.source_refs(source_refs),
-        }
-        values["id"] = memory_id(values["scope"], values["kind"], values["content"])
+        checked_kind = validation.kind(kind)
+        checked_content = validation.content(content)
+        checked_scope = validation.scope(scope)
+        refs = validation.source_refs(source_refs)
+        record_id = memory_id(checked_scope, checked_kind, checked_content)
         at = now()
-        with self._store.write() as conn:
-            existing = _fetch(conn, values["id"])
+        record = MemoryRecord(
+            id=record_id,
+            kind=checked_kind,
+            content=checked_content,
+            scope=checked_scope,
+            priority=validation.percent("priority", priority),
+            urgency=validation.percent("urgency", urgency),
+            confidence=validation.confidence(confidence),
+            status="active",
+            created_at=at,
+            updated_at=at,
+            expires_at=validation.optional_timestamp("expires_at", expires_at),
+            supersedes_id=supersedes_id,
+            source_refs=freeze_refs(refs),
+        )
+        with self._write() as conn:
+            existing = _fetch(conn, record_id)
             if existing is not None:
                 return existing, False
+            old = None
             if supersedes_id is not None:
-                _retire_superseded(conn, supersedes_id, at)
-            values.update(status="active", created_at=at, updated_at=at)
-            conn.execute(insert_ignoring_conflicts(conn, table).values(values))
-            return _require(conn, values["id"]), True
+                old = _require(conn, supersedes_id, for_update=True)
+                _check_supersedable(conn, old)
+            if not allow_dangling:
+                memory_refs.require_resolvable(conn, refs)
+            if not _insert(conn, record):
+                # Another writer stored the same memory between our look and our insert.
+                return _require(conn, record_id), False
+            if old is not None:
+                _retire(conn, old, record_id, at)
+            return record, True
+
+    def update(
+        self,
+        record_id: str,
+        *,
+        content: str | None = None,
+        priority: int | None = None,
+        urgency: int | None = None,
+        confidence: float | None = None,
+        expires_at: int | str | None = None,
+        clear_expiry: bool = False,
+        add_refs: Sequence[Any] | None = None,
+        remove_refs: Sequence[Any] | None = None,
+        allow_dangling: bool = False,
+    ) -> MemoryRecord:
+        """Revise fields in place: same id, `updated_at` bumped, the change in the history.
+
+        Scope and kind never change in place (that is a supersede). Values equal to the stored
+        ones change nothing, and an update that changes nothing writes nothing. A content that
+        would make the record identical to another stored one is refused.
+        """
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = validation.content(content)
+        if priority is not None:
+            changes["priority"] = validation.percent("priority", priority)
+        if urgency is not None:
+            changes["urgency"] = validation.percent("urgency", urgency)
+        if confidence is not None:
+            changes["confidence"] = validation.confidence(confidence)
+        if expires_at is not None and clear_expiry:
+            raise InvalidInput("give either an expiry time or no expiry, not both")
+        if expires_at is not None:
+            changes["expires_at"] = validation.timestamp("expires_at", expires_at)
+        if clear_expiry:
+            changes["expires_at"] = None
+        adding = validation.source_refs(add_refs)
+        removing = validation.source_refs(remove_refs)
+        if not changes and not adding and not removing:
+            raise InvalidInput(
+                "nothing to update: give a content, priority, urgency, confidence, expiry, "
+                "or references to add or remove"
+            )
+        at = now()
+        with self._write() as conn:
+            record = _require(conn, record_id, for_update=True)
+            if record.status == "superseded":
+                raise Conflict(
+                    f"memory {record_id} is superseded by {_successor_id(conn, record_id)}; "
+                    "update its successor instead"
+                )
+            if adding or removing:
+                changes["source_refs"] = _edited_refs(record, adding, removing)
+                new_refs = [ref for ref in adding if ref not in _plain(record.source_refs)]
+                if new_refs and not allow_dangling:
+                    memory_refs.require_resolvable(conn, new_refs)
+            if changes.get("content", record.content) != record.content:
+                twin = memory_id(record.scope, record.kind, changes["content"])
+                if twin != record_id and _fetch(conn, twin) is not None:
+                    raise Conflict(f"an identical memory is already stored as {twin}")
+            revised = _revised(record, changes, at)
+            before, after = history.diff(record, revised)
+            if not after:
+                return record
+            values = {name: changes[name] for name in after}
+            conn.execute(
+                update(table).where(table.c.id == record_id).values(**values, updated_at=at)
+            )
+            if "content" in after:
+                memory_search.reindex(conn, record_id, revised.content)
+            if "source_refs" in after:
+                memory_refs.replace(conn, record_id, revised.source_refs)
+            history.append(
+                conn, [history.entry(record_id, "updated", at, before=before, after=after)]
+            )
+            return revised
+
+    def supersede(
+        self,
+        old_id: str,
+        *,
+        content: str | None = None,
+        kind: str | None = None,
+        scope: str | None = None,
+        priority: int | None = None,
+        urgency: int | None = None,
+        confidence: float | None = None,
+        expires_at: int | str | None = None,
+        clear_expiry: bool = False,
+        source_refs: Sequence[Any] | None = None,
+        allow_dangling: bool = False,
+    ) -> MemoryRecord:
+        """Replace a record: the new one (fields not given are the old one's) gets
+        `supersedes_id`, the old one becomes `superseded`, both in one transaction.
+
+        Superseding a superseded record is an error that names its successor. The replacement
+        must differ from the old record in scope, kind or content, since those make the id.
+        """
+        given: dict[str, Any] = {
+            "content": None if content is None else validation.content(content),
+            "kind": None if kind is None else validation.kind(kind),
+            "scope": None if scope is None else validation.scope(scope),
+            "priority": validation.optional_percent("priority", priority),
+            "urgency": validation.optional_percent("urgency", urgency),
+            "confidence": validation.optional_confidence(confidence),
+        }
+        if expires_at is not None and clear_expiry:
+            raise InvalidInput("give either an expiry time or no expiry, not both")
+        new_expiry = validation.optional_timestamp("expires_at", expires_at)
+        refs = None if source_refs is None else validation.source_refs(source_refs)
+        at = now()
+        with self._write() as conn:
+            old = _require(conn, old_id, for_update=True)
+            _check_supersedable(conn, old)
+            fields = {
+                name: getattr(old, name) if value is None else value
+                for name, value in given.items()
+            }
+            new_id = memory_id(fields["scope"], fields["kind"], fields["content"])
+            if new_id == old_id:
+                raise InvalidInput(
+                    f"the replacement would be identical to {old_id} (same scope, kind and "
+                    "content); change one of them, or use memory update for the other fields"
+                )
+            if _fetch(conn, new_id) is not None:
+                raise Conflict(f"an identical memory is already stored as {new_id}")
+            if refs is not None and not allow_dangling:
+                memory_refs.require_resolvable(conn, refs)
+            expiry = old.expires_at if new_expiry is None else new_expiry
+            record = MemoryRecord(
+                id=new_id,
+                status="active",
+                created_at=at,
+                updated_at=at,
+                expires_at=None if clear_expiry else expiry,
+                supersedes_id=old_id,
+                source_refs=old.source_refs if refs is None else freeze_refs(refs),
+                **fields,
+            )
+            if not _insert(conn, record):
+                raise Conflict(f"an identical memory is already stored as {new_id}")
+            _retire(conn, old, new_id, at)
+            return record
+
+    def archive(self, record_id: str) -> MemoryRecord:
+        """Retire a record without deleting it; archiving an archived record changes nothing."""
+        at = now()
+        with self._write() as conn:
+            record = _require(conn, record_id, for_update=True)
+            if record.status == "archived":
+                return record
+            if record.status == "superseded":
+                raise Conflict(
+                    f"memory {record_id} is superseded by {_successor_id(conn, record_id)}; "
+                    "a superseded record cannot be archived"
+                )
+            return _set_status(conn, record, "archived", "archived", at)
+
+    def restore(self, record_id: str) -> MemoryRecord:
+        """Make an archived record active again; restoring an active record changes nothing."""
+        at = now()
+        with self._write() as conn:
+            record = _require(conn, record_id, for_update=True)
+            if record.status == "active":
+                return record
+            if record.status == "superseded":
+                raise Conflict(
+                    f"memory {record_id} is superseded by {_successor_id(conn, record_id)}; "
+                    "only an archived record can be restored"
+                )
+            return _set_status(conn, record, "restored", "active", at)
+
+    def expire(self, *, dry_run: bool = False) -> Records:
+        """Archive the active records whose `expires_at` has passed; return them (archived).
+
+        Lantern never does this on its own: the caller decides when. With `dry_run`, nothing
+        changes and the records come back as they are.
+        """
+        at = now()
+        due = (
+            select(table)
+            .where(table.c.status == "active", table.c.expires_at <= at)
+            .order_by(*LIST_ORDER)
+        )
+        if dry_run:
+            with self._store.read() as conn:
+                return [row_to_record(row) for row in conn.execute(due)]
+        with self._write() as conn:
+            records = [row_to_record(row) for row in conn.execute(due.with_for_update())]
+            ids = [record.id for record in records]
+            for start in range(0, len(ids), _BATCH):
+                conn.execute(
+                    update(table)
+                    .where(table.c.id.in_(ids[start : start + _BATCH]))
+                    .values(status="archived", updated_at=at)
+                )
+            history.append(
+                conn, [history.status_change(r, "expired", "archived", at) for r in records]
+            )
+        return [dataclasses.replace(r, status="archived", updated_at=at) for r in records]
+
+    def forget(self, record_id: str) -> ForgetReport:
+        """Delete a record for good, its content included, leaving a `forgotten` history entry.
+
+        On SQLite the content also leaves the file: the write runs with `secure_delete` (deleted
+        rows and freed pages are zeroed), the search index is merged so that no old segment
+        keeps the words, the record's earlier history entries (which hold its content) are
+        removed, and afterwards the write-ahead log is checkpointed and truncated.
+        `wal_checkpointed` is False when another connection kept the log in use; the old pages
+        then stay in it until the next full checkpoint. A record that superseded this one keeps
+        its place, with `supersedes_id` cleared (recorded in its history).
+        """
+        at = now()
+        with self._write() as conn:
+            if _was_forgotten(conn, record_id) and _fetch(conn, record_id) is None:
+                raise NotFound(f"memory record {record_id!r} was already forgotten")
+            record = _require(conn, record_id, for_update=True)
+            successor_row = conn.execute(
+                select(table).where(table.c.supersedes_id == record_id).with_for_update()
+            ).first()
+            if successor_row is not None:
+                successor = row_to_record(successor_row)
+                conn.execute(
+                    update(table).where(table.c.id == successor.id).values(supersedes_id=None)
+                )
+                history.append(
+                    conn,
+                    [
+                        history.entry(
+                            successor.id,
+                            "updated",
+                            at,
+                            before={"supersedes_id": record_id},
+                            after={"supersedes_id": None},
+                        )
+                    ],
+                )
+            memory_search.unindex(conn, record_id)
+            conn.execute(delete(refs_table).where(refs_table.c.record_id == record_id))
+            conn.execute(delete(table).where(table.c.id == record_id))
+            history.forget(conn, record, at)
+            memory_search.merge_all(conn)
+        checkpointed = self._truncate_wal() if self._store.dialect == "sqlite" else None
+        return ForgetReport(id=record_id, forgotten_at=at, wal_checkpointed=checkpointed)
+
+    def _truncate_wal(self) -> bool:
+        """Copy the write-ahead log into the file and cut it to zero bytes; True if it was."""
+        with translate_errors(self._store.location), self._store.engine.connect() as conn:
+            raw = conn.connection.dbapi_connection
+            assert raw is not None
+            # On the driver connection: outside any transaction, which a checkpoint needs.
+            busy, _frames, _done = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return bool(busy == 0)
+
+    # --- reading ------------------------------------------------------------------------------
 
     def get(self, record_id: str) -> MemoryRecord:
         with self._store.read() as conn:
             return _require(conn, record_id)
+
+    def chain(self, record_id: str) -> MemoryChain:
+        """A record with the records it replaced and those that replaced it, nearest first."""
+        with self._store.read() as conn:
+            record = _require(conn, record_id)
+            replaces = _walk(conn, record.supersedes_id, table.c.id, table.c.supersedes_id)
+            replaced_by = _walk(
+                conn,
+                conn.execute(
+                    select(table.c.id).where(table.c.supersedes_id == record_id)
+                ).scalar_one_or_none(),
+                table.c.supersedes_id,
+                table.c.id,
+            )
+        return MemoryChain(record=record, replaces=replaces, replaced_by=replaced_by)
+
+    def history(self, record_id: str) -> list[HistoryEntry]:
+        """Every recorded change to a record, oldest first.
+
+        Records stored before schema revision 0005 (which added history) start with none.
+        """
+        with self._store.read() as conn:
+            entries = history.read(conn, record_id)
+            if not entries:
+                _require(conn, record_id)
+            return entries
 
     def list(
         self,
@@ -123,76 +456,232 @@ class MemoryRepository:
         limit: int = 50,
         offset: int = 0,
         include_expired: bool = False,
-    ) -> Records:
-        """Records in the documented order (see LIST_ORDER), filtered by visible fields only."""
-        scopes = [validation.scope(s) for s in _as_list(scope)]
-        kinds = [validation.kind(k) for k in _as_list(kind)]
-        validation.status_filter(status)
-        stmt = select(table).order_by(*LIST_ORDER)
-        stmt = stmt.limit(validation.limit(limit)).offset(validation.offset(offset))
-        if scopes:
-            stmt = stmt.where(table.c.scope.in_(scopes))
-        if kinds:
-            stmt = stmt.where(table.c.kind.in_(kinds))
-        if status != "all":
-            stmt = stmt.where(table.c.status == status)
-        if not include_expired:
-            stmt = stmt.where(or_(table.c.expires_at.is_(None), table.c.expires_at > now()))
-        with self._store.read() as conn:
-            return [_record(row) for row in conn.execute(stmt)]
+        min_priority: int | None = None,
+        min_urgency: int | None = None,
+        min_confidence: float | None = None,
+        updated_since: int | str | None = None,
+        updated_before: int | str | None = None,
+        cites: Any = None,
+        after: str | None = None,
+    ) -> Page:
+        """Records in the documented order (see LIST_ORDER), filtered by visible fields only.
 
-    def archive(self, record_id: str) -> MemoryRecord:
-        """Retire a record without deleting it; archiving an archived record changes nothing."""
+        `scope` entries ending in `*` match by prefix. `cites` takes references (`TYPE:ID`) and
+        keeps records citing any of them. `after` continues from a page's `next_cursor`.
+        """
+        filters = MemoryFilter.build(
+            scope=scope,
+            kind=kind,
+            status=status,
+            min_priority=min_priority,
+            min_urgency=min_urgency,
+            min_confidence=min_confidence,
+            updated_since=updated_since,
+            updated_before=updated_before,
+            cites=cites,
+            include_expired=include_expired,
+        )
+        return self._page(filters, limit=limit, offset=offset, after=after)
+
+    def citing(
+        self,
+        ref: Any,
+        *,
+        through_chunks: bool = False,
+        status: str = "all",
+        include_expired: bool = True,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> Page:
+        """The records that cite a source, chunk or session (`TYPE:ID`), in list order.
+
+        Every status and expired records too, by default: this answers "what depends on this
+        evidence". With `through_chunks`, a `source:ID` also finds records citing its chunks.
+        """
+        filters = dataclasses.replace(
+            MemoryFilter.build(status=status, include_expired=include_expired, cites=[ref]),
+            through_chunks=through_chunks,
+        )
+        return self._page(filters, limit=limit, offset=0, after=after)
+
+    def _page(self, filters: MemoryFilter, *, limit: int, offset: int, after: str | None) -> Page:
+        limit = validation.limit(limit)
+        offset = validation.offset(offset)
+        if after is not None and offset:
+            raise InvalidInput("give either an offset or a cursor (after), not both")
+        key = None if after is None else parse_cursor(after)
         at = now()
-        with self._store.write() as conn:
-            record = _require(conn, record_id, for_update=True)
-            if record.status == "archived":
-                return record
-            if record.status == "superseded":
-                raise Conflict(
-                    f"memory {record_id} is superseded by {_successor_id(conn, record_id)}; "
-                    "a superseded record cannot be archived"
+        with self._store.read() as conn:
+            where = filters.clauses(conn.dialect.name, at)
+            if key is None:
+                stmt = select(table).where(*where).order_by(*LIST_ORDER)
+                stmt = stmt.limit(limit + 1).offset(offset)
+            else:
+                # One small ordered query per seekable branch, merged (see after_branches).
+                parts = [
+                    select(table).where(*where, branch).order_by(*LIST_ORDER).limit(limit + 1)
+                    for branch in after_branches(key, all_statuses=filters.status == "all")
+                ]
+                merged = union_all(*(select(part.subquery()) for part in parts)).subquery()
+                stmt = (
+                    select(merged)
+                    .order_by(
+                        merged.c.status,
+                        merged.c.priority.desc(),
+                        merged.c.urgency.desc(),
+                        merged.c.updated_at.desc(),
+                        merged.c.id,
+                    )
+                    .limit(limit + 1)
                 )
-            conn.execute(
-                update(table)
-                .where(table.c.id == record_id)
-                .values(status="archived", updated_at=at)
+            records = [row_to_record(row) for row in conn.execute(stmt)]
+        more = len(records) > limit
+        records = records[:limit]
+        return Page(records, cursor_for(records[-1]) if more and records else None)
+
+    def search(
+        self,
+        query: str,
+        *,
+        order: str = "relevance",
+        scope: str | Iterable[str] | None = None,
+        kind: str | Iterable[str] | None = None,
+        status: str = "active",
+        limit: int = 20,
+        offset: int = 0,
+        include_expired: bool = False,
+        min_priority: int | None = None,
+        min_urgency: int | None = None,
+        min_confidence: float | None = None,
+        updated_since: int | str | None = None,
+        updated_before: int | str | None = None,
+        cites: Any = None,
+        after: str | None = None,
+    ) -> Page:
+        """Keyword search over content: `MemoryMatch`es (record and score, higher is better).
+
+        The query syntax is `lantern.query`'s (words AND-ed, "phrases", prefix*; nothing in it is
+        an operator); a query without a letter or digit finds nothing. `order="relevance"` ranks
+        by score, then the list order; `order="policy"` uses the list order among the matches
+        and is the order a cursor (`after`) can page, since scores move as records are added.
+        """
+        validation.choice("order", order, validation.SEARCH_ORDERS)
+        if not isinstance(query, str):
+            raise InvalidInput(f"query must be text; got {type(query).__name__}")
+        filters = MemoryFilter.build(
+            scope=scope,
+            kind=kind,
+            status=status,
+            min_priority=min_priority,
+            min_urgency=min_urgency,
+            min_confidence=min_confidence,
+            updated_since=updated_since,
+            updated_before=updated_before,
+            cites=cites,
+            include_expired=include_expired,
+        )
+        limit = validation.limit(limit)
+        offset = validation.offset(offset)
+        if after is not None and order == "relevance":
+            raise InvalidInput(
+                "a cursor (after) pages only order=policy: relevance scores move as records "
+                "are added, so a cursor could skip or repeat results"
             )
-            return _require(conn, record_id)
+        if after is not None and offset:
+            raise InvalidInput("give either an offset or a cursor (after), not both")
+        key = None if after is None else parse_cursor(after)
+        parsed = parse_query(query)
+        if parsed is None:
+            return Page([])
+        at = now()
+        with self._store.read() as conn:
+            source, match, score = memory_search.matching(conn.dialect.name, parsed)
+            where = [match, *filters.clauses(conn.dialect.name, at)]
+            if key is not None:
+                where.append(or_(*after_branches(key, all_statuses=filters.status == "all")))
+            ordering = [*LIST_ORDER] if order == "policy" else [score.desc(), *LIST_ORDER]
+            stmt = (
+                select(table, score.label("score"))
+                .select_from(source)
+                .where(*where)
+                .order_by(*ordering)
+                .limit(limit + 1)
+                .offset(offset)
+            )
+            rows = conn.execute(stmt).all()
+        matches = [MemoryMatch(record=row_to_record(row), score=float(row.score)) for row in rows]
+        more = len(matches) > limit
+        matches = matches[:limit]
+        cursor = cursor_for(matches[-1].record) if more and order == "policy" else None
+        return Page(matches, cursor)
+
+    def check_refs(self) -> DanglingRefs:
+        """`source` and `chunk` references that name nothing in the store any more."""
+        with self._store.read() as conn:
+            return memory_refs.dangling(conn)
 
 
-def _as_list(value: str | Iterable[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return list(value)
+# --- helpers ----------------------------------------------------------------------------------
 
 
-def _record(row: Row[Any]) -> MemoryRecord:
+# Where each record field sits in a `select(memory_records)` row (the table's column order,
+# which search and the paging union keep, extra columns after): reading rows by position is
+# several times faster than by attribute name, and this is the hottest loop of a listing.
+_FIELDS = itemgetter(
+    *(list(table.c.keys()).index(field.name) for field in dataclasses.fields(MemoryRecord))
+)
+
+
+def row_to_record(row: Row[Any]) -> MemoryRecord:
+    """A frozen record from a `memory_records` row (also used by export)."""
+    (
+        record_id,
+        kind,
+        content,
+        scope,
+        priority,
+        urgency,
+        confidence,
+        status,
+        created_at,
+        updated_at,
+        expires_at,
+        supersedes_id,
+        source_refs,
+    ) = _FIELDS(row)
     return MemoryRecord(
-        id=row.id,
-        kind=row.kind,
-        content=row.content,
-        scope=row.scope,
-        priority=row.priority,
-        urgency=row.urgency,
-        confidence=row.confidence,
-        status=row.status,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        expires_at=row.expires_at,
-        supersedes_id=row.supersedes_id,
-        source_refs=freeze_refs(row.source_refs),
+        id=record_id,
+        kind=kind,
+        content=content,
+        scope=scope,
+        priority=priority,
+        urgency=urgency,
+        confidence=confidence,
+        status=status,
+        created_at=created_at,
+        updated_at=updated_at,
+        expires_at=expires_at,
+        supersedes_id=supersedes_id,
+        source_refs=freeze_refs(source_refs),
     )
 
 
+# Hot statements built once, with bound parameters: building a statement per call (and its
+# cache key) cost more than running it.
+_BY_ID = select(table).where(table.c.id == bindparam("record_id"))
+_BY_ID_FOR_UPDATE = _BY_ID.with_for_update()
+_SET_STATUS = (
+    update(table)
+    .where(table.c.id == bindparam("record_id"))
+    .values(status=bindparam("new_status"), updated_at=bindparam("at"))
+)
+_INSERT: dict[str, Any] = {}
+
+
 def _fetch(conn: Connection, record_id: str, *, for_update: bool = False) -> MemoryRecord | None:
-    stmt = select(table).where(table.c.id == record_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    row = conn.execute(stmt).first()
-    return None if row is None else _record(row)
+    stmt = _BY_ID_FOR_UPDATE if for_update else _BY_ID
+    row = conn.execute(stmt, {"record_id": record_id}).first()
+    return None if row is None else row_to_record(row)
 
 
 def _require(conn: Connection, record_id: str, *, for_update: bool = False) -> MemoryRecord:
@@ -204,6 +693,17 @@ def _require(conn: Connection, record_id: str, *, for_update: bool = False) -> M
     return record
 
 
+def _was_forgotten(conn: Connection, record_id: str) -> bool:
+    return (
+        conn.execute(
+            select(memory_history.c.id)
+            .where(memory_history.c.record_id == record_id, memory_history.c.event == "forgotten")
+            .limit(1)
+        ).first()
+        is not None
+    )
+
+
 def _successor_id(conn: Connection, record_id: str) -> str:
     successor = conn.execute(
         select(table.c.id).where(table.c.supersedes_id == record_id)
@@ -211,13 +711,118 @@ def _successor_id(conn: Connection, record_id: str) -> str:
     return successor or "a record that no longer exists"
 
 
-def _retire_superseded(conn: Connection, record_id: str, at: int) -> None:
-    """Mark the record being replaced; a record is replaced at most once."""
-    old = _require(conn, record_id, for_update=True)
+def _check_supersedable(conn: Connection, old: MemoryRecord) -> None:
+    """A record is replaced at most once."""
     if old.status == "superseded":
-        raise Conflict(
-            f"memory {record_id} is already superseded by {_successor_id(conn, record_id)}"
+        raise Conflict(f"memory {old.id} is already superseded by {_successor_id(conn, old.id)}")
+
+
+def _insert(conn: Connection, record: MemoryRecord) -> bool:
+    """Store a new record with its search row, reference rows and `created` entry.
+
+    False when the id was taken meanwhile (the insert skips existing keys, so that concurrent
+    writers of the same memory never collide); nothing else is written then.
+    """
+    values = {
+        "id": record.id,
+        "kind": record.kind,
+        "content": record.content,
+        "scope": record.scope,
+        "priority": record.priority,
+        "urgency": record.urgency,
+        "confidence": record.confidence,
+        "status": record.status,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "expires_at": record.expires_at,
+        "supersedes_id": record.supersedes_id,
+        "source_refs": _plain(record.source_refs),
+    }
+    stmt = _INSERT.get(conn.dialect.name)
+    if stmt is None:
+        # RETURNING tells whether the row went in (psycopg reports no rowcount for this form).
+        stmt = _INSERT[conn.dialect.name] = insert_ignoring_conflicts(conn, table).returning(
+            table.c.id
         )
-    conn.execute(
-        update(table).where(table.c.id == record_id).values(status="superseded", updated_at=at)
+    inserted = conn.execute(stmt, values).first()
+    if inserted is None:
+        return False
+    memory_search.index(conn, [(record.id, record.content)])
+    memory_refs.write(conn, [(record.id, record.source_refs)])
+    history.append(conn, [history.created(record)])
+    return True
+
+
+def _retire(conn: Connection, old: MemoryRecord, successor_id: str, at: int) -> None:
+    conn.execute(_SET_STATUS, {"record_id": old.id, "new_status": "superseded", "at": at})
+    history.append(
+        conn,
+        [history.status_change(old, "superseded", "superseded", at, superseded_by=successor_id)],
     )
+
+
+def _set_status(
+    conn: Connection, record: MemoryRecord, event: str, status: str, at: int
+) -> MemoryRecord:
+    conn.execute(_SET_STATUS, {"record_id": record.id, "new_status": status, "at": at})
+    history.append(conn, [history.status_change(record, event, status, at)])
+    return dataclasses.replace(record, status=status, updated_at=at)
+
+
+def _plain(refs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(ref) for ref in refs]
+
+
+def _edited_refs(
+    record: MemoryRecord, adding: list[dict[str, Any]], removing: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The record's references with some removed and some added, in a stable order.
+
+    A reference to remove matches a stored one that is equal to it, or, given as `TYPE:ID`,
+    any stored one with that type and id (which may carry more keys).
+    """
+    refs = _plain(record.source_refs)
+    for gone in removing:
+        matching = [
+            ref
+            for ref in refs
+            if ref == gone
+            or (
+                set(gone) == {"type", "id"}
+                and (ref.get("type"), ref.get("id"))
+                == (
+                    gone["type"],
+                    gone["id"],
+                )
+            )
+        ]
+        if not matching:
+            raise InvalidInput(f"memory {record.id} has no reference {_ref_text(gone)} to remove")
+        refs = [ref for ref in refs if ref not in matching]
+    return refs + [ref for ref in adding if ref not in refs]
+
+
+def _ref_text(ref: Mapping[str, Any]) -> str:
+    if set(ref) == {"type", "id"}:
+        return f"{ref['type']}:{ref['id']}"
+    return repr(dict(ref))
+
+
+def _revised(record: MemoryRecord, changes: Mapping[str, Any], at: int) -> MemoryRecord:
+    values = dict(changes)
+    if "source_refs" in values:
+        values["source_refs"] = freeze_refs(values["source_refs"])
+    revised = dataclasses.replace(record, **values)
+    return dataclasses.replace(revised, updated_at=at) if revised != record else record
+
+
+def _walk(conn: Connection, start: str | None, match: Any, follow: Any) -> tuple[str, ...]:
+    """Follow supersede links from `start`: each step reads `follow` where `match` is the
+    previous id. Stops at the end of the chain (or at a loop, which only a hand-edited store
+    could hold)."""
+    found: list[str] = []
+    current = start
+    while current is not None and current not in found and len(found) < _MAX_CHAIN:
+        found.append(current)
+        current = conn.execute(select(follow).where(match == current)).scalar_one_or_none()
+    return tuple(found)

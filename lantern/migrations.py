@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # Revisions in order; HEAD is the last. A test checks these against the scripts.
-REVISIONS = ("0001", "0002", "0003", "0004")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005")
 HEAD = REVISIONS[-1]
 
 # What each revision creates, to recognise legacy generations and refuse odd files.
@@ -40,14 +40,15 @@ TABLES_BY_REVISION = {
     "0002": frozenset({"entities", "chunk_entities", "embeddings"}),
     "0003": frozenset({"memory_records"}),
     "0004": frozenset(),
+    "0005": frozenset({"memory_history", "memory_refs", "memory_fts"}),
 }
 LEGACY_GENERATIONS = {1: "0001", 2: "0002"}
 LEGACY_TABLES = TABLES_BY_REVISION["0001"] | TABLES_BY_REVISION["0002"]
 
 # Full-text index tables (and their shadow tables) and PostgreSQL's generated tsvector
 # columns belong to each engine's search code, not to the models.
-FTS_TABLE_PREFIXES = ("chunks_fts",)
-FTS_COLUMNS = frozenset({"text_tsv"})
+FTS_TABLE_PREFIXES = ("chunks_fts", "memory_fts")
+FTS_COLUMNS = frozenset({"text_tsv", "content_tsv"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ Alembic revisions create the schema; these models describe the result, and a tes
 the two agree on a new store and on an upgraded legacy one. The evidence tables keep the legacy
 format exactly (see the README's "Upgrading existing stores"), which is why their index name and
 nullable `metadata` columns look older than the rest. Full-text index tables are kept outside the
-models: they belong to each engine's search code (`lantern.search`).
+models: they belong to each engine's search code (`lantern.search`, `lantern.memory_search`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from lantern.types import JSONText, UnixTime
-from lantern.validation import MEMORY_KINDS, STATUSES
+from lantern.validation import HISTORY_EVENTS, MEMORY_KINDS, STATUSES
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -166,6 +166,49 @@ _LIST_ORDER = (
 )
 Index("ix_memory_records_scope_order", MemoryRecord.scope, MemoryRecord.status, *_LIST_ORDER)
 Index("ix_memory_records_status_order", MemoryRecord.status, *_LIST_ORDER)
+# `memory expire` and `inspect` find active records past their expiry without a full scan.
+Index("ix_memory_records_status_expires_at", MemoryRecord.status, MemoryRecord.expires_at)
+
+
+class MemoryHistory(Base):
+    """One change to a memory record, appended and never rewritten.
+
+    Triggers (revision 0005) refuse every UPDATE, and every DELETE except of the earlier
+    entries of a record that has been forgotten, whose content must leave the store. `id`
+    never repeats (AUTOINCREMENT), so it orders the whole log. There is no foreign key to the
+    record on purpose: the `forgotten` entry outlives it.
+    """
+
+    __tablename__ = "memory_history"
+    __table_args__ = (
+        CheckConstraint(f"event IN ({_in(HISTORY_EVENTS)})", name="event"),
+        Index("ix_memory_history_record_id", "record_id", "id"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    record_id: Mapped[str] = mapped_column(Text)
+    event: Mapped[str] = mapped_column(Text)
+    at: Mapped[int] = mapped_column(UnixTime)
+    changes: Mapped[dict[str, Any]] = mapped_column(JSONText())
+
+
+class MemoryRef(Base):
+    """The `(type, id)` of each reference a memory record holds, for reverse lookups.
+
+    Derived from `memory_records.source_refs` by the repository in the same transaction, so
+    that "which memories cite this chunk" and "which references dangle" are index lookups
+    rather than a scan of every record's JSON.
+    """
+
+    __tablename__ = "memory_refs"
+    __table_args__ = (Index("ix_memory_refs_ref_type", "ref_type", "ref_id", "record_id"),)
+
+    record_id: Mapped[str] = mapped_column(
+        ForeignKey("memory_records.id", ondelete="CASCADE"), primary_key=True
+    )
+    ref_type: Mapped[str] = mapped_column(Text, primary_key=True)
+    ref_id: Mapped[str] = mapped_column(Text, primary_key=True)
 
 
 def _table(model: type[Base]) -> Table:
@@ -178,3 +221,5 @@ entities = _table(Entity)
 chunk_entities = _table(ChunkEntity)
 embeddings = _table(Embedding)
 memory_records = _table(MemoryRecord)
+memory_history = _table(MemoryHistory)
+memory_refs = _table(MemoryRef)

@@ -25,6 +25,17 @@ MEMORY_KINDS = (
 )
 STATUSES = ("active", "archived", "superseded")
 STATUS_FILTERS = (*STATUSES, "all")
+# What happened to a record, as the history table records it (README, "History").
+HISTORY_EVENTS = (
+    "created",
+    "updated",
+    "archived",
+    "restored",
+    "superseded",
+    "expired",
+    "forgotten",
+)
+SEARCH_ORDERS = ("relevance", "policy")
 
 MAX_CONTENT_CHARS = 100_000
 MAX_SCOPE_CHARS = 512
@@ -210,3 +221,62 @@ def offset(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InvalidInput(f"offset must be a non-negative integer; got {value!r}")
     return value
+
+
+def canonical_json(value: Any) -> Any:
+    """A JSON value with its object keys in PostgreSQL JSONB's order (see `_canonical`)."""
+    return _canonical(value)
+
+
+_MEMORY_ID = re.compile(r"mem_[0-9a-f]{16}")
+
+
+def memory_record_id(value: object) -> str:
+    """A memory id in the form Lantern gives them (`mem_` and 16 lower-case hex digits)."""
+    if not isinstance(value, str) or not _MEMORY_ID.fullmatch(value):
+        raise InvalidInput(f"a memory id is mem_ followed by 16 hex digits; got {value!r}")
+    return value
+
+
+def scope_pattern(value: object) -> tuple[str, bool]:
+    """A scope filter: `(text, is_prefix)`.
+
+    `user:*` matches every scope that starts with `user:`; anything else matches exactly, so
+    `*`, `%`, `_` and `/` elsewhere are plain characters. A scope that itself ends in `*` is
+    matched exactly by escaping that star: `weird\\*` matches the scope `weird*` only.
+    """
+    if isinstance(value, str) and value.endswith("\\*"):
+        return scope(value[:-2] + "*"), False
+    if isinstance(value, str) and value.endswith("*"):
+        prefix = value[:-1]
+        if prefix != prefix.lstrip() or any(ch in prefix for ch in "\n\r\t"):
+            raise InvalidInput(
+                f"scope must not have surrounding whitespace or line breaks; got {value!r}"
+            )
+        if len(prefix) > MAX_SCOPE_CHARS:
+            raise InvalidInput(f"scope is too long (limit {MAX_SCOPE_CHARS} characters)")
+        return prefix, True
+    return scope(value), False
+
+
+def ref_key(value: object) -> tuple[str, str]:
+    """The `(type, id)` a reference names, for lookups: `TYPE:ID` or an object with both."""
+    ref = source_ref(value)
+    ref_id = ref.get("id")
+    if not isinstance(ref_id, str) or not ref_id.strip():
+        raise InvalidInput(
+            f"a reference to look up needs an id, as in chunk:chk_...; got {value!r}"
+        )
+    return ref["type"], ref_id
+
+
+def optional_percent(field: str, value: object) -> int | None:
+    return None if value is None else percent(field, value)
+
+
+def optional_confidence(value: object) -> float | None:
+    return None if value is None else confidence(value)
+
+
+def optional_timestamp(field: str, value: object) -> int | None:
+    return None if value is None else timestamp(field, value)

@@ -71,6 +71,7 @@ def test_json_shape_of_a_full_record_is_pinned(run_cli: CliRun) -> None:
         "0.5",
         "--expires-at",
         "2100-01-01T00:00:00Z",
+        "--allow-dangling",  # no such chunk in this store
         "--source-ref",
         "chunk:chk_0123456789abcdef",
         "--source-ref",

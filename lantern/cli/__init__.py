@@ -15,8 +15,11 @@ import click
 
 from lantern import __version__
 from lantern.cli.db import db
+from lantern.cli.evidence import chunk, ingest, search, source
+from lantern.cli.inspect import inspect
 from lantern.cli.memory import memory
 from lantern.cli.output import report_error
+from lantern.cli.transfer import export, import_
 from lantern.errors import LanternError
 
 
@@ -74,6 +77,13 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 cli.add_command(memory)
 cli.add_command(db)
+cli.add_command(inspect)
+cli.add_command(export)
+cli.add_command(import_)
+cli.add_command(ingest)
+cli.add_command(search)
+cli.add_command(source)
+cli.add_command(chunk)
 
 
 def main() -> None:

@@ -1,15 +1,32 @@
-"""`lantern memory ...`: add, list, show and archive memory records."""
+"""`lantern memory ...`: the lifecycle, retrieval and visibility of memory records.
+
+Each command parses its arguments, makes one call to `lt.memory` and renders the result; every
+rule (validation, state changes, ordering) lives in `lantern.memory`.
+"""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, list_records, note, show_record
+from lantern.cli.output import (
+    emit_json,
+    json_option,
+    list_records,
+    note,
+    ref_text,
+    show_record,
+    when,
+)
 from lantern.errors import InvalidInput
-from lantern.validation import MEMORY_KINDS, STATUS_FILTERS
+from lantern.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
+from lantern.validation import MEMORY_KINDS, SEARCH_ORDERS, STATUS_FILTERS
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()
@@ -18,6 +35,88 @@ def memory() -> None:
 
     lantern memory list --scope user:raphael
     """
+
+
+def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(func: F) -> F:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+_allow_dangling = click.option(
+    "--allow-dangling",
+    is_flag=True,
+    help="Store source: and chunk: references even when they name nothing in this store.",
+)
+_expiry_options = _options(
+    click.option("--expires-at", metavar="TIME", help="Unix seconds or ISO-8601 (naive is UTC)."),
+    click.option("--no-expiry", is_flag=True, help="Remove the expiry time."),
+)
+_REF_HELP = (
+    "Evidence reference, TYPE:ID (chunk:chk_..., source:src_..., session:...) "
+    "or a JSON object with a 'type'. Repeatable."
+)
+
+# The filters `list` and `search` share, in the order their help shows them.
+_filter_options = _options(
+    click.option(
+        "--scope",
+        "scopes",
+        multiple=True,
+        help="Only this scope, or scopes starting with a prefix ending in * (user:*); "
+        "\\* at the end matches a literal star. Repeatable.",
+    ),
+    click.option("--kind", "kinds", multiple=True, help="Only these kinds. Repeatable."),
+    click.option(
+        "--status",
+        default="active",
+        show_default=True,
+        help=f"One of: {', '.join(STATUS_FILTERS)}.",
+    ),
+    click.option("--min-priority", type=int, metavar="N", help="Priority at least N."),
+    click.option("--min-urgency", type=int, metavar="N", help="Urgency at least N."),
+    click.option("--min-confidence", type=float, metavar="X", help="Confidence at least X."),
+    click.option("--updated-since", metavar="TIME", help="Updated at or after TIME."),
+    click.option("--updated-before", metavar="TIME", help="Updated before TIME."),
+    click.option(
+        "--cites",
+        multiple=True,
+        metavar="REF",
+        help="Only records citing REF (TYPE:ID). Repeatable: any of them.",
+    ),
+    click.option(
+        "--include-expired", is_flag=True, help="Also records whose expires_at has passed."
+    ),
+    click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first."),
+    click.option("--after", metavar="CURSOR", help="Continue after a page (its next_cursor)."),
+    click.option(
+        "--with-cursor",
+        is_flag=True,
+        help='With --json, print {"records": [...], "next_cursor": ...} instead of the array.',
+    ),
+    click.option("--explain", is_flag=True, help="Show the keys each record was ordered by."),
+)
+
+
+def _filters(params: dict[str, Any]) -> dict[str, Any]:
+    """The API's filter arguments from the shared options."""
+    return {
+        "scope": params["scopes"],
+        "kind": params["kinds"],
+        "status": params["status"],
+        "min_priority": params["min_priority"],
+        "min_urgency": params["min_urgency"],
+        "min_confidence": params["min_confidence"],
+        "updated_since": params["updated_since"],
+        "updated_before": params["updated_before"],
+        "cites": list(params["cites"]),
+        "include_expired": params["include_expired"],
+        "offset": params["offset"],
+        "after": params["after"],
+    }
 
 
 @memory.command("add")
@@ -29,14 +128,8 @@ def memory() -> None:
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="0.0-1.0.")
 @click.option("--expires-at", metavar="TIME", help="Unix seconds or ISO-8601 (naive is UTC).")
 @click.option("--supersedes", "supersedes_id", metavar="ID", help="Record this one replaces.")
-@click.option(
-    "--source-ref",
-    "source_refs",
-    multiple=True,
-    metavar="REF",
-    help="Evidence reference, TYPE:ID (chunk:chk_..., source:src_..., session:...) "
-    "or a JSON object with a 'type'. Repeatable.",
-)
+@click.option("--source-ref", "source_refs", multiple=True, metavar="REF", help=_REF_HELP)
+@_allow_dangling
 @json_option
 @click.pass_context
 def add_command(
@@ -50,6 +143,7 @@ def add_command(
     expires_at: str | None,
     supersedes_id: str | None,
     source_refs: tuple[str, ...],
+    allow_dangling: bool,
     as_json: bool,
 ) -> None:
     """Add a memory record; CONTENT is the text, or - to read it from stdin.
@@ -73,6 +167,7 @@ def add_command(
         expires_at=expires_at,
         supersedes_id=supersedes_id,
         source_refs=list(source_refs),
+        allow_dangling=allow_dangling,
     )
     if not created:
         note(
@@ -85,63 +180,225 @@ def add_command(
         click.echo(record.id)
 
 
-@memory.command("list")
-@click.option("--scope", "scopes", multiple=True, help="Only these scopes. Repeatable.")
-@click.option("--kind", "kinds", multiple=True, help="Only these kinds. Repeatable.")
+@memory.command("update")
+@click.argument("record_id", metavar="ID")
+@click.option("--content", metavar="TEXT", help="New content, or - to read it from stdin.")
+@click.option("--priority", type=int, help="0-100.")
+@click.option("--urgency", type=int, help="0-100.")
+@click.option("--confidence", type=float, help="0.0-1.0.")
+@_expiry_options
+@click.option("--add-ref", "add_refs", multiple=True, metavar="REF", help=_REF_HELP)
 @click.option(
-    "--status",
-    default="active",
-    show_default=True,
-    help=f"One of: {', '.join(STATUS_FILTERS)}.",
+    "--remove-ref",
+    "remove_refs",
+    multiple=True,
+    metavar="REF",
+    help="A reference to remove (TYPE:ID removes every reference with that type and id).",
 )
-@click.option("--limit", type=int, default=50, show_default=True, help="At most this many.")
-@click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first.")
-@click.option("--include-expired", is_flag=True, help="Also records whose expires_at has passed.")
+@_allow_dangling
 @json_option
 @click.pass_context
-def list_command(
+def update_command(
     ctx: click.Context,
-    scopes: tuple[str, ...],
-    kinds: tuple[str, ...],
-    status: str,
-    limit: int,
-    offset: int,
-    include_expired: bool,
+    record_id: str,
+    content: str | None,
+    priority: int | None,
+    urgency: int | None,
+    confidence: float | None,
+    expires_at: str | None,
+    no_expiry: bool,
+    add_refs: tuple[str, ...],
+    remove_refs: tuple[str, ...],
+    allow_dangling: bool,
     as_json: bool,
 ) -> None:
+    """Revise a record in place: same id, updated_at bumped, the change kept in its history.
+
+    Scope and kind never change in place; that is `memory supersede`.
+
+        lantern memory update mem_0123456789abcdef --priority 80 --add-ref session:abc
+    """
+    if content == "-":
+        content = _read_stdin()
+    record = open_lantern(ctx).memory.update(
+        record_id,
+        content=content,
+        priority=priority,
+        urgency=urgency,
+        confidence=confidence,
+        expires_at=expires_at,
+        clear_expiry=no_expiry,
+        add_refs=list(add_refs),
+        remove_refs=list(remove_refs),
+        allow_dangling=allow_dangling,
+    )
+    _emit_record(record, as_json)
+
+
+@memory.command("supersede")
+@click.argument("old_id", metavar="OLD_ID")
+@click.option("--content", metavar="TEXT", help="The new content, or - to read it from stdin.")
+@click.option("--kind", help=f"One of: {', '.join(MEMORY_KINDS)}.")
+@click.option("--scope", help="Namespace, e.g. user:raphael.")
+@click.option("--priority", type=int, help="0-100.")
+@click.option("--urgency", type=int, help="0-100.")
+@click.option("--confidence", type=float, help="0.0-1.0.")
+@_expiry_options
+@click.option(
+    "--source-ref",
+    "source_refs",
+    multiple=True,
+    metavar="REF",
+    help=_REF_HELP + " Given, they replace the old record's references.",
+)
+@_allow_dangling
+@json_option
+@click.pass_context
+def supersede_command(
+    ctx: click.Context,
+    old_id: str,
+    content: str | None,
+    kind: str | None,
+    scope: str | None,
+    priority: int | None,
+    urgency: int | None,
+    confidence: float | None,
+    expires_at: str | None,
+    no_expiry: bool,
+    source_refs: tuple[str, ...],
+    allow_dangling: bool,
+    as_json: bool,
+) -> None:
+    """Replace a record: the new one takes every field not given from the old one, and the
+    old one becomes superseded, in one transaction. Prints the new id.
+
+        lantern memory supersede mem_0123456789abcdef --content "The build uses just."
+    """
+    if content == "-":
+        content = _read_stdin()
+    record = open_lantern(ctx).memory.supersede(
+        old_id,
+        content=content,
+        kind=kind,
+        scope=scope,
+        priority=priority,
+        urgency=urgency,
+        confidence=confidence,
+        expires_at=expires_at,
+        clear_expiry=no_expiry,
+        source_refs=list(source_refs) if source_refs else None,
+        allow_dangling=allow_dangling,
+    )
+    if as_json:
+        emit_json(record.to_json())
+    else:
+        click.echo(record.id)
+
+
+@memory.command("list")
+@_filter_options
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many.")
+@json_option
+@click.pass_context
+def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any) -> None:
     """List memory records: active first, then higher priority, higher urgency, newer
     updated_at, and id.
 
-        lantern memory list --scope user:raphael --status active --json
+        lantern memory list --scope 'project:lantern/*' --min-priority 70 --json
     """
-    records = open_lantern(ctx).memory.list(
-        scope=scopes,
-        kind=kinds,
-        status=status,
-        limit=limit,
-        offset=offset,
-        include_expired=include_expired,
-    )
+    records = open_lantern(ctx).memory.list(limit=limit, **_filters(params))
+    explain, with_cursor = params["explain"], params["with_cursor"]
     if as_json:
-        emit_json([record.to_json() for record in records])
-    else:
-        list_records(records)
+        rendered = [_record_json(record, explain) for record in records]
+        emit_json(_paged(rendered, records, with_cursor))
+        return
+    for record in records:
+        if explain:
+            click.echo(_keys_text(order_keys(record)) + "  ", nl=False)
+        list_records([record])
+    _cursor_note(records, with_cursor)
+
+
+@memory.command("search")
+@click.argument("query")
+@click.option(
+    "--order",
+    type=click.Choice(SEARCH_ORDERS),
+    default="relevance",
+    show_default=True,
+    help="relevance: best score first; policy: the list order among the matches.",
+)
+@_filter_options
+@click.option("--limit", type=int, default=20, show_default=True, help="At most this many.")
+@json_option
+@click.pass_context
+def search_command(
+    ctx: click.Context, /, query: str, order: str, limit: int, as_json: bool, **params: Any
+) -> None:
+    """Keyword search over memory content; each result shows its score (higher is better).
+
+    Words must all appear; "quoted words" must appear together; word* matches a prefix.
+    Nothing else in the query is an operator. --after pages only --order policy.
+
+        lantern memory search "branches" --scope 'user:*' --json
+    """
+    matches = open_lantern(ctx).memory.search(query, order=order, limit=limit, **_filters(params))
+    explain, with_cursor = params["explain"], params["with_cursor"]
+    if as_json:
+        by_relevance = order == "relevance"
+        rendered = [m.to_json(explain=explain, by_relevance=by_relevance) for m in matches]
+        emit_json(_paged(rendered, matches, with_cursor))
+        return
+    for match in matches:
+        _show_match(match, explain=explain, by_relevance=order == "relevance")
+    _cursor_note(matches, with_cursor)
 
 
 @memory.command("show")
 @click.argument("record_id", metavar="ID")
+@click.option(
+    "--chain",
+    "with_chain",
+    is_flag=True,
+    help='With --json, add "replaces" and "replaced_by": the supersede chain, nearest first.',
+)
 @json_option
 @click.pass_context
-def show_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
-    """Show one memory record.
+def show_command(ctx: click.Context, record_id: str, with_chain: bool, as_json: bool) -> None:
+    """Show one memory record, with what it replaced and what replaced it.
 
     lantern memory show mem_0123456789abcdef
     """
-    record = open_lantern(ctx).memory.get(record_id)
+    lantern = open_lantern(ctx)
+    if as_json and not with_chain:
+        emit_json(lantern.memory.get(record_id).to_json())
+        return
+    chain = lantern.memory.chain(record_id)
     if as_json:
-        emit_json(record.to_json())
-    else:
-        show_record(record)
+        emit_json(chain.to_json())
+        return
+    show_record(chain.record)
+    click.echo(f"{'replaces:':<15}{' <- '.join(chain.replaces) or '-'}")
+    click.echo(f"{'replaced_by:':<15}{' -> '.join(chain.replaced_by) or '-'}")
+
+
+@memory.command("history")
+@click.argument("record_id", metavar="ID")
+@json_option
+@click.pass_context
+def history_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
+    """Show every recorded change to a record, oldest first.
+
+    lantern memory history mem_0123456789abcdef
+    """
+    entries = open_lantern(ctx).memory.history(record_id)
+    if as_json:
+        emit_json([entry.to_json() for entry in entries])
+        return
+    if not entries:
+        note(f"no history recorded for {record_id} (it was stored before history existed)")
+    for entry in entries:
+        click.echo(f"{when(entry.at)}  {entry.event:<10}  {_changes_text(entry)}")
 
 
 @memory.command("archive")
@@ -153,11 +410,209 @@ def archive_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
 
     lantern memory archive mem_0123456789abcdef
     """
-    record = open_lantern(ctx).memory.archive(record_id)
+    _emit_record(open_lantern(ctx).memory.archive(record_id), as_json)
+
+
+@memory.command("restore")
+@click.argument("record_id", metavar="ID")
+@json_option
+@click.pass_context
+def restore_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
+    """Make an archived record active again.
+
+    lantern memory restore mem_0123456789abcdef
+    """
+    _emit_record(open_lantern(ctx).memory.restore(record_id), as_json)
+
+
+@memory.command("expire")
+@click.option("--dry-run", is_flag=True, help="Only list what would be archived.")
+@json_option
+@click.pass_context
+def expire_command(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
+    """Archive the active records whose expires_at has passed, and list them.
+
+    Lantern never does this by itself; run it when your agent decides to.
+
+        lantern memory expire --dry-run
+    """
+    records = open_lantern(ctx).memory.expire(dry_run=dry_run)
+    if as_json:
+        emit_json([record.to_json() for record in records])
+        return
+    list_records(records)
+    verb = "would archive" if dry_run else "archived"
+    note(f"{verb} {len(records)} expired record{'' if len(records) == 1 else 's'}")
+
+
+@memory.command("forget")
+@click.argument("record_id", metavar="ID")
+@click.option("--yes", is_flag=True, help="Confirm: the record is deleted for good.")
+@json_option
+@click.pass_context
+def forget_command(ctx: click.Context, record_id: str, yes: bool, as_json: bool) -> None:
+    """Delete a record for good, content and earlier history included (a secret stored by
+    mistake). Only a history entry without content remains.
+
+    On SQLite the content also leaves the file: deleted bytes are zeroed, the search index is
+    rewritten and the write-ahead log truncated.
+
+        lantern memory forget mem_0123456789abcdef --yes
+    """
+    if not yes:
+        raise InvalidInput(f"forget deletes {record_id} for good; add --yes to confirm")
+    report = open_lantern(ctx).memory.forget(record_id)
+    if report.wal_checkpointed is False:
+        note(
+            "another connection is using the store, so the write-ahead log was not truncated; "
+            "the old pages stay in it until the next full checkpoint"
+        )
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        click.echo(f"forgot {report.id}")
+
+
+@memory.command("cites")
+@click.argument("ref", metavar="REF")
+@click.option(
+    "--with-chunks",
+    is_flag=True,
+    help="For source:ID, also records citing any chunk of that source.",
+)
+@click.option(
+    "--status", default="all", show_default=True, help=f"One of: {', '.join(STATUS_FILTERS)}."
+)
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many.")
+@click.option("--after", metavar="CURSOR", help="Continue after a page (its next_cursor).")
+@click.option(
+    "--with-cursor",
+    is_flag=True,
+    help='With --json, print {"records": [...], "next_cursor": ...} instead of the array.',
+)
+@json_option
+@click.pass_context
+def cites_command(
+    ctx: click.Context,
+    ref: str,
+    with_chunks: bool,
+    status: str,
+    limit: int,
+    after: str | None,
+    with_cursor: bool,
+    as_json: bool,
+) -> None:
+    """List the memory records that cite a source, chunk or session (REF is TYPE:ID), in
+    list order, expired ones included.
+
+        lantern memory cites chunk:chk_0123456789abcdef
+    """
+    records = open_lantern(ctx).memory.citing(
+        ref, through_chunks=with_chunks, status=status, limit=limit, after=after
+    )
+    if as_json:
+        emit_json(_paged([r.to_json() for r in records], records, with_cursor))
+        return
+    list_records(records)
+    _cursor_note(records, with_cursor)
+
+
+@memory.command("check-refs")
+@json_option
+@click.pass_context
+def check_refs_command(ctx: click.Context, as_json: bool) -> None:
+    """List source: and chunk: references that no longer resolve (the source was removed or
+    re-ingested with other chunks).
+
+        lantern memory check-refs --json
+    """
+    dangling = open_lantern(ctx).memory.check_refs()
+    if as_json:
+        emit_json([item.to_json() for item in dangling])
+        return
+    for item in dangling:
+        click.echo(f"{item.record_id}  {item.type}:{item.id}")
+    note(f"{len(dangling)} dangling reference{'' if len(dangling) == 1 else 's'}")
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def _emit_record(record: MemoryRecord, as_json: bool) -> None:
     if as_json:
         emit_json(record.to_json())
     else:
         show_record(record)
+
+
+def _record_json(record: MemoryRecord, explain: bool) -> dict[str, Any]:
+    rendered = record.to_json()
+    if explain:
+        rendered["explain"] = order_keys(record)
+    return rendered
+
+
+def _paged(rendered: list[dict[str, Any]], page: Page, with_cursor: bool) -> Any:
+    if not with_cursor:
+        return rendered
+    return {"records": rendered, "next_cursor": page.next_cursor}
+
+
+def _cursor_note(page: Page, with_cursor: bool) -> None:
+    if with_cursor and page.next_cursor is not None:
+        note(f"more after this page: --after {page.next_cursor}")
+
+
+def _keys_text(keys: dict[str, Any]) -> str:
+    shown = [
+        f"{name}={value:.6g}" if isinstance(value, float) else f"{name}={value}"
+        for name, value in keys.items()
+        if name != "id"
+    ]
+    return "[" + " ".join(shown) + "]"
+
+
+def _show_match(match: MemoryMatch, *, explain: bool, by_relevance: bool) -> None:
+    prefix = f"{match.score:>10.4g}  "
+    if explain:
+        relevance = match.score if by_relevance else None
+        prefix += _keys_text(order_keys(match.record, relevance=relevance)) + "  "
+    click.echo(prefix, nl=False)
+    list_records([match.record])
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, str):
+        shown = " ".join(value.split())
+        return repr(shown if len(shown) <= 60 else shown[:57] + "...")
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(ref_text(item) for item in value) + "]"
+    return "null" if value is None else str(value)
+
+
+def _changes_text(entry: HistoryEntry) -> str:
+    before = entry.changes.get("before") or {}
+    after = entry.changes.get("after") or {}
+    if entry.event == "created":
+        return " ".join(f"{name}={_value_text(value)}" for name, value in after.items())
+    if entry.event == "forgotten":
+        kept = " ".join(f"{name}={_value_text(value)}" for name, value in before.items())
+        return f"{kept}; its content and earlier history were removed"
+    parts = [
+        f"{name}: {_value_text(before.get(name))} -> {_value_text(after.get(name))}"
+        for name in _names(before, after)
+    ]
+    successor = entry.changes.get("superseded_by")
+    if successor:
+        parts.append(f"by {successor}")
+    return "; ".join(parts)
+
+
+def _names(*mappings: Any) -> Sequence[str]:
+    names: list[str] = []
+    for mapping in mappings:
+        names += [name for name in mapping if name not in names]
+    return names
 
 
 def _read_stdin() -> str:

@@ -1,0 +1,365 @@
+"""`lantern ingest`, `lantern search`, `lantern source ...` and `lantern chunk show`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from lantern.cli.context import open_lantern
+from lantern.cli.output import emit_json, json_option, note, when
+from lantern.errors import InvalidInput
+from lantern.records import IngestSummary
+
+if TYPE_CHECKING:
+    from lantern.records import Chunk, ChunkDetail, SearchHit, Source
+
+
+@click.command("ingest")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option(
+    "--include",
+    "include",
+    multiple=True,
+    metavar="GLOB",
+    help="Only files matching this gitignore-style pattern (e.g. '*.md'). Repeatable.",
+)
+@click.option(
+    "--exclude",
+    "exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Leave out files and directories matching this pattern. Repeatable.",
+)
+@click.option("--kind", help="Source kind for every file (default: detected per file).")
+@click.option("--uri", help="The source URI, for standard input (PATH is -).")
+@click.option("--metadata", metavar="JSON", help="A JSON object added to each source's metadata.")
+@click.option(
+    "--chunk-size",
+    type=int,
+    help="Target chunk size in characters, 100-100000 (default 1000).",
+)
+@click.option(
+    "--prune", is_flag=True, help="Remove sources under the directories whose files are gone."
+)
+@json_option
+@click.pass_context
+def ingest(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    kind: str | None,
+    uri: str | None,
+    metadata: str | None,
+    chunk_size: int | None,
+    prune: bool,
+    as_json: bool,
+) -> None:
+    """Ingest files and directories, or standard input (-), as evidence.
+
+    Directories are walked recursively; .git, node_modules, virtual environments, binary
+    files, files a .gitignore excludes and symbolic links are skipped and reported. Changed
+    files are re-chunked, unchanged ones left as they are. Examples:
+
+        lantern ingest ~/notes --include '*.md' --prune
+
+        pytest 2>&1 | lantern ingest - --uri tool://pytest/run-42 --kind tool_output
+    """
+    # The default size lives in lantern.chunking, which is not imported for --help.
+    sizing: dict[str, Any] = {} if chunk_size is None else {"target_size": chunk_size}
+    if "-" in paths:
+        if len(paths) > 1:
+            raise click.UsageError("'-' (standard input) cannot be combined with other paths")
+        if uri is None:
+            raise click.UsageError("--uri is required when reading standard input (-)")
+        if include or exclude or prune:
+            raise click.UsageError("--include, --exclude and --prune apply to paths, not to -")
+        text = _read_stdin()
+        evidence = open_lantern(ctx).evidence
+        started = time.perf_counter()
+        result = evidence.ingest_text(uri, text, kind=kind, metadata=metadata, **sizing)
+        summary = IngestSummary.from_results([result], seconds=time.perf_counter() - started)
+    else:
+        if uri is not None:
+            raise click.UsageError("--uri names standard input; use it with - as the path")
+        with _ProgressBar() as bar:
+            summary = open_lantern(ctx).evidence.ingest_path(
+                list(paths),
+                include=include,
+                exclude=exclude,
+                kind=kind,
+                metadata=metadata,
+                prune=prune,
+                progress=bar.update if bar.enabled else None,
+                **sizing,
+            )
+    for skipped in summary.skipped_paths:
+        note(f"skipped {skipped.path}: {skipped.reason}")
+    if as_json:
+        emit_json(summary.to_json())
+        return
+    click.echo(
+        f"added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}, "
+        f"skipped {summary.skipped}, removed {summary.removed}; {summary.chunks} chunks written, "
+        f"{summary.bytes} bytes in {summary.seconds:.2f} s"
+    )
+
+
+@click.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--kind", "kinds", multiple=True, help="Only sources of this kind. Repeatable.")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    metavar="ID_OR_URI_PREFIX",
+    help="Only this source id, or sources whose URI starts with this. Repeatable.",
+)
+@click.option("--since", metavar="TIME", help="Chunks ingested at or after this time.")
+@click.option("--until", metavar="TIME", help="Chunks ingested before this time.")
+@click.option("--limit", type=int, default=20, show_default=True, help="At most this many hits.")
+@click.option("--raw", is_flag=True, help="Pass the query to the engine as it is (FTS5/tsquery).")
+@json_option
+@click.pass_context
+def search(
+    ctx: click.Context,
+    query: tuple[str, ...],
+    kinds: tuple[str, ...],
+    sources: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    limit: int,
+    raw: bool,
+    as_json: bool,
+) -> None:
+    """Search chunk text by keywords, best matches first (BM25 on SQLite).
+
+    Words must all appear; "quoted words" as a phrase; word* as a prefix. Everything else is
+    literal text, so any input is safe. TIME is unix seconds or ISO-8601. Example:
+
+        lantern search '"release checklist"' deploy* --kind markdown --limit 5
+    """
+    hits = open_lantern(ctx).evidence.search(
+        " ".join(query),
+        kind=kinds,
+        source=sources,
+        since=since,
+        until=until,
+        limit=limit,
+        raw=raw,
+    )
+    if as_json:
+        emit_json([hit.to_json() for hit in hits])
+        return
+    for hit in hits:
+        _show_hit(hit)
+
+
+@click.group("source")
+def source() -> None:
+    """Sources: where evidence came from (files, transcripts, piped outputs).
+
+    lantern source list --kind markdown
+    """
+
+
+@source.command("list")
+@click.option("--kind", "kinds", multiple=True, help="Only sources of this kind. Repeatable.")
+@click.option("--uri-prefix", metavar="PREFIX", help="Only sources whose URI starts with this.")
+@click.option("--limit", type=int, default=100, show_default=True, help="At most this many.")
+@click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first.")
+@json_option
+@click.pass_context
+def list_command(
+    ctx: click.Context,
+    kinds: tuple[str, ...],
+    uri_prefix: str | None,
+    limit: int,
+    offset: int,
+    as_json: bool,
+) -> None:
+    """List sources in URI order, with their chunk counts.
+
+    lantern source list --kind markdown --uri-prefix file:///home/ada/notes/
+    """
+    found = open_lantern(ctx).evidence.list_sources(
+        kind=kinds, uri_prefix=uri_prefix, limit=limit, offset=offset
+    )
+    if as_json:
+        emit_json([item.to_json() for item in found])
+        return
+    for item in found:
+        click.echo(f"{item.id}  {item.kind:<11}  {item.chunk_count:>6} chunks  {item.uri}")
+
+
+@source.command("show")
+@click.argument("ref", metavar="ID|URI")
+@json_option
+@click.pass_context
+def show_command(ctx: click.Context, ref: str, as_json: bool) -> None:
+    """Show a source's metadata and its chunks.
+
+    lantern source show file:///home/ada/notes/todo.md
+    """
+    found = open_lantern(ctx).evidence.get_source(ref)
+    if as_json:
+        emit_json(found.to_json())
+        return
+    _show_source(found)
+    for chunk in found.chunks or ():
+        offsets = f"[{_offset(chunk.start_offset)}:{_offset(chunk.end_offset)}]"
+        click.echo(f"  #{chunk.ordinal:<4} {chunk.id}  {offsets:<15} {_preview(chunk.text)}")
+        _show_links(chunk, indent="        ")
+
+
+@source.command("remove")
+@click.argument("ref", metavar="ID|URI")
+@json_option
+@click.pass_context
+def remove_command(ctx: click.Context, ref: str, as_json: bool) -> None:
+    """Remove a source with its chunks (memory records citing them keep their references).
+
+    lantern source remove src_0123456789abcdef
+    """
+    removed = open_lantern(ctx).evidence.remove_source(ref)
+    if as_json:
+        emit_json(removed.to_json())
+        return
+    click.echo(f"removed {removed.id} ({removed.uri}) and its {removed.chunk_count} chunks")
+
+
+@click.group("chunk")
+def chunk() -> None:
+    """Chunks: the searchable slices of a source's text.
+
+    lantern chunk show chk_0123456789abcdef
+    """
+
+
+@chunk.command("show")
+@click.argument("chunk_id", metavar="ID")
+@click.option(
+    "--context",
+    type=int,
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Also show up to N neighbouring chunks on each side.",
+)
+@json_option
+@click.pass_context
+def chunk_show_command(ctx: click.Context, chunk_id: str, context: int, as_json: bool) -> None:
+    """Show a chunk's text, offsets and source.
+
+    lantern chunk show chk_0123456789abcdef --context 1
+    """
+    detail = open_lantern(ctx).evidence.get_chunk(chunk_id, context=context)
+    if as_json:
+        emit_json(detail.to_json())
+        return
+    _show_chunk(detail)
+
+
+class _ProgressBar:
+    """A progress bar on stderr when it is a terminal; nothing at all on a pipe or a file."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+        self._bar: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if total < 2:
+                return
+            self._bar = click.progressbar(length=total, label="Ingesting", file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._bar.pos)
+
+    def __enter__(self) -> _ProgressBar:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(exc_type, exc, tb)
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("standard input is not valid UTF-8 text") from exc
+
+
+def _offset(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def _preview(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _show_hit(hit: SearchHit) -> None:
+    offsets = f"[{_offset(hit.start_offset)}:{_offset(hit.end_offset)}]"
+    click.echo(f"{hit.chunk_id}  {hit.score:.4g}  {hit.kind}  {hit.uri} #{hit.ordinal} {offsets}")
+    click.echo(f"    {' '.join(hit.snippet.split())}")
+
+
+def _show_source(item: Source) -> None:
+    fields = [
+        ("id", item.id),
+        ("uri", item.uri),
+        ("kind", item.kind),
+        ("title", item.title or "-"),
+        ("content_hash", item.content_hash),
+        ("created_at", when(item.created_at)),
+        ("updated_at", when(item.updated_at)),
+        ("chunk_count", str(item.chunk_count)),
+    ]
+    for name, value in fields:
+        click.echo(f"{name + ':':<14}{value}")
+    click.echo("metadata:")
+    for key, value in item.metadata.items():
+        click.echo(f"  {key}: {value}")
+
+
+def _show_links(item: Chunk, *, indent: str) -> None:
+    if item.entities:
+        names = ", ".join(f"{entity.name} ({entity.kind})" for entity in item.entities)
+        click.echo(f"{indent}entities: {names}")
+    for embedding in item.embeddings:
+        click.echo(f"{indent}embedding: {embedding.model}, {embedding.dim} dimensions")
+
+
+def _show_chunk(detail: ChunkDetail) -> None:
+    item = detail.chunk
+    fields = [
+        ("id", item.id),
+        ("source", f"{detail.source.id} ({detail.source.kind}) {detail.source.uri}"),
+        ("ordinal", str(item.ordinal)),
+        ("offsets", f"{_offset(item.start_offset)}-{_offset(item.end_offset)}"),
+        ("created_at", when(item.created_at)),
+    ]
+    for name, value in fields:
+        click.echo(f"{name + ':':<12}{value}")
+    for key, value in item.metadata.items():
+        click.echo(f"{'meta.' + key + ':':<12}{value}")
+    _show_links(item, indent="")
+    for neighbour in detail.before:
+        click.echo(f"--- #{neighbour.ordinal} {neighbour.id} (before)")
+        click.echo(neighbour.text)
+    click.echo(f"--- #{item.ordinal} {item.id}")
+    click.echo(item.text)
+    for neighbour in detail.after:
+        click.echo(f"--- #{neighbour.ordinal} {neighbour.id} (after)")
+        click.echo(neighbour.text)

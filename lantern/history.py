@@ -1,0 +1,121 @@
+"""The history of memory records: every change appended, with the fields before and after.
+
+Nothing here updates a history row, and the database refuses it anyway (triggers of revision
+0005). The one removal is `forget`'s: the earlier entries of a forgotten record hold its content,
+so they go with it, and a `forgotten` entry without content stays behind.
+
+`changes` is stored with its keys in canonical order (PostgreSQL JSONB's own), so that an entry
+reads back byte for byte the same from either engine, and exports compare across engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Connection, delete, select
+
+from lantern.models import memory_history
+from lantern.records import HistoryEntry, MemoryRecord
+from lantern.validation import canonical_json
+
+# The fields a history entry tracks: everything but the id and the two timestamps (the entry's
+# own `at` is the time of the change).
+TRACKED_FIELDS = (
+    "kind",
+    "content",
+    "scope",
+    "priority",
+    "urgency",
+    "confidence",
+    "status",
+    "expires_at",
+    "supersedes_id",
+    "source_refs",
+)
+
+Row = dict[str, Any]
+
+
+def fields(record: MemoryRecord) -> dict[str, Any]:
+    """A record's tracked fields, as JSON values."""
+    rendered = record.to_json()
+    return {name: rendered[name] for name in TRACKED_FIELDS}
+
+
+def entry(
+    record_id: str,
+    event: str,
+    at: int,
+    *,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+    **extra: Any,
+) -> Row:
+    """A history row ready to insert."""
+    changes = {
+        "before": None if before is None else dict(before),
+        "after": None if after is None else dict(after),
+        **extra,
+    }
+    return {"record_id": record_id, "event": event, "at": at, "changes": canonical_json(changes)}
+
+
+def created(record: MemoryRecord) -> Row:
+    return entry(record.id, "created", record.created_at, before=None, after=fields(record))
+
+
+def status_change(record: MemoryRecord, event: str, status: str, at: int, **extra: Any) -> Row:
+    return entry(
+        record.id, event, at, before={"status": record.status}, after={"status": status}, **extra
+    )
+
+
+def diff(before: MemoryRecord, after: MemoryRecord) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The tracked fields that differ, as `(before, after)`; both empty when nothing changed."""
+    old, new = fields(before), fields(after)
+    changed = [name for name in TRACKED_FIELDS if old[name] != new[name]]
+    return {name: old[name] for name in changed}, {name: new[name] for name in changed}
+
+
+def append(conn: Connection, rows: Iterable[Row]) -> None:
+    rows = list(rows)
+    if rows:
+        conn.execute(memory_history.insert(), rows)
+
+
+def read(conn: Connection, record_id: str) -> list[HistoryEntry]:
+    stmt = (
+        select(memory_history)
+        .where(memory_history.c.record_id == record_id)
+        .order_by(memory_history.c.id)
+    )
+    return [
+        HistoryEntry.from_stored(row.id, row.record_id, row.event, row.at, row.changes)
+        for row in conn.execute(stmt)
+    ]
+
+
+def forget(conn: Connection, record: MemoryRecord, at: int) -> None:
+    """Leave only a `forgotten` entry, without content, for a record already deleted.
+
+    The order matters: the triggers allow removing a record's entries only once the record is
+    gone and its `forgotten` entry exists.
+    """
+    append(
+        conn,
+        [
+            entry(
+                record.id,
+                "forgotten",
+                at,
+                before={"kind": record.kind, "scope": record.scope, "status": record.status},
+                after=None,
+            )
+        ],
+    )
+    conn.execute(
+        delete(memory_history).where(
+            memory_history.c.record_id == record.id, memory_history.c.event != "forgotten"
+        )
+    )

@@ -1,0 +1,121 @@
+"""Keyword search over memory content: the one place that differs between SQLite and PostgreSQL.
+
+SQLite: a regular FTS5 table, `memory_fts(record_id UNINDEXED, content)`, kept current by the
+repository in the same transaction as the record (measured: filling FTS5 from Python per write
+costs what a trigger costs, and bulk loads can insert in rowid order, which triggers cannot).
+It is a regular table, not an external-content one, because it must be able to delete a row
+by rowid alone: `forget` removes a secret from the index without trusting any other copy of the
+text. Its rowid is derived from the record id (the 64 bits of a `mem_` id's hex digits), so it
+can never be renumbered by VACUUM the way the implicit rowids of `memory_records` can.
+
+PostgreSQL: a generated `content_tsv` column (`to_tsvector('simple', content)`) with a GIN
+index; the database keeps it current, so the maintenance functions below do nothing there.
+
+Ranking is the same as for chunks (`lantern.search`): BM25 negated on SQLite, `ts_rank_cd`
+with length normalisation on PostgreSQL; higher is better, and scores compare only within one
+result list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from hashlib import sha256
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Float,
+    FromClause,
+    bindparam,
+    cast,
+    column,
+    func,
+    literal_column,
+    table,
+    text,
+)
+from sqlalchemy.sql.elements import ColumnClause
+
+from lantern.models import memory_records
+from lantern.query import ParsedQuery
+
+FTS_TABLE = "memory_fts"
+_FTS = table(FTS_TABLE, column("rowid"), column("record_id"), column("content"))
+_FTS_NAME: ColumnClause[Any] = literal_column(FTS_TABLE)
+_TSVECTOR: ColumnClause[Any] = literal_column("memory_records.content_tsv")
+_SIMPLE: ColumnClause[Any] = literal_column("'simple'::regconfig")
+_HEX = frozenset("0123456789abcdef")
+
+
+def fts_rowid(record_id: str) -> int:
+    """The FTS5 rowid of a record: the signed 64-bit number in its 16 hex digits.
+
+    Record ids are already 64 bits of a hash, so this maps ids to rowids one to one. An id of
+    another form (none is made by Lantern) falls back to 64 bits of its sha256.
+    """
+    digits = record_id[4:]
+    if not (record_id.startswith("mem_") and len(digits) == 16 and set(digits) <= _HEX):
+        digits = sha256(record_id.encode("utf-8")).hexdigest()[:16]
+    number = int(digits, 16)
+    return number - (1 << 64) if number >= 1 << 63 else number
+
+
+def index(conn: Connection, rows: Iterable[tuple[str, str]]) -> None:
+    """Add `(record_id, content)` rows to the index, in rowid order (FTS5 flushes its buffer
+    whenever a rowid goes backwards, which made random-order bulk loads 3.5x slower)."""
+    if conn.dialect.name != "sqlite":
+        return
+    ordered = sorted((fts_rowid(record_id), record_id, content) for record_id, content in rows)
+    values = [
+        {"rowid": rowid, "record_id": record_id, "content": content}
+        for rowid, record_id, content in ordered
+    ]
+    if values:
+        conn.execute(
+            text(
+                "INSERT INTO memory_fts (rowid, record_id, content) "
+                "VALUES (:rowid, :record_id, :content)"
+            ),
+            values,
+        )
+
+
+def reindex(conn: Connection, record_id: str, content: str) -> None:
+    if conn.dialect.name != "sqlite":
+        return
+    conn.execute(
+        text("UPDATE memory_fts SET content = :content WHERE rowid = :rowid"),
+        {"content": content, "rowid": fts_rowid(record_id)},
+    )
+
+
+def unindex(conn: Connection, record_id: str) -> None:
+    if conn.dialect.name != "sqlite":
+        return
+    conn.execute(
+        text("DELETE FROM memory_fts WHERE rowid = :rowid"), {"rowid": fts_rowid(record_id)}
+    )
+
+
+def merge_all(conn: Connection) -> None:
+    """Rewrite the FTS5 index as one segment, dropping deleted entries for good.
+
+    A deletion only adds a tombstone; the tokens of the deleted text stay in older segments
+    until they are merged. `optimize` merges them all, and with `secure_delete` on, the pages
+    the old segments occupied are zeroed. It rewrites the whole index, which `forget` accepts.
+    """
+    if conn.dialect.name == "sqlite":
+        conn.execute(text("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')"))
+
+
+def matching(
+    dialect: str, query: ParsedQuery
+) -> tuple[FromClause, ColumnElement[bool], ColumnElement[float]]:
+    """What to select from, the match condition, and the score (higher is better)."""
+    if dialect == "postgresql":
+        tsquery = func.to_tsquery(_SIMPLE, bindparam("tsquery", query.to_tsquery()))
+        score: ColumnElement[float] = cast(func.ts_rank_cd(_TSVECTOR, tsquery, 1), Float)
+        return memory_records, _TSVECTOR.op("@@")(tsquery), score
+    source = _FTS.join(memory_records, memory_records.c.id == _FTS.c.record_id)
+    return source, _FTS_NAME.match(query.to_fts5()), -func.bm25(_FTS_NAME)

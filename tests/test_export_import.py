@@ -1,0 +1,389 @@
+"""Export and import: the documented JSON Lines format, byte-identical round trips, idempotence,
+all-or-nothing imports, and what a bad file says."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lantern.api import Lantern
+from lantern.errors import InvalidInput
+from lantern.ids import memory_id
+from tests.helpers import CliRun, ProcessRun, lantern_process
+from tests.legacy_stores import FTS_PROBE_QUERIES, build_legacy_store, fts_answers
+from tests.memory_helpers import Clock, add_entity_links, add_source
+
+VECTOR = struct.pack("<4f", -0.0, 1e-45, 3.4028234663852886e38, 0.1)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    return Clock(monkeypatch)
+
+
+@pytest.fixture
+def other_url(store_url: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """A second, empty store on the same engine."""
+    if "://" in store_url:
+        url: str = request.getfixturevalue("postgres_url")
+        return url
+    return str(tmp_path / "other" / "lantern.db")
+
+
+def _export(lt: Lantern, **options: Any) -> bytes:
+    out = io.BytesIO()
+    lt.export_jsonl(out, **options)
+    return out.getvalue()
+
+
+def _import(lt: Lantern, data: bytes) -> dict[str, Any]:
+    report: dict[str, Any] = lt.import_jsonl(io.BytesIO(data)).to_json()
+    return report
+
+
+def _successor_sorting_first(lt: Lantern, old_id: str) -> str:
+    """Supersede until the new id sorts before the old one, so the import meets it first."""
+    n = 0
+    while True:
+        candidate = memory_id("global", "fact", f"replacement {n}")
+        if candidate < old_id:
+            return lt.memory.supersede(old_id, content=f"replacement {n}").id
+        n += 1
+
+
+def _fill(lt: Lantern, clock: Clock) -> tuple[str, str]:
+    """Evidence with awkward text and metadata, and memories with every kind of history;
+    returns a chunk id and the id of a record citing it."""
+    sid, chunk_ids = add_source(
+        lt,
+        "file:///home/zoë/notes/日本語 résumé.md",
+        [
+            "Plain chunk about lanterns.",
+            "Line\u2028separator, paragraph\u2029separator, tab\there, bell\x07, emoji 🦊.",
+            'Quotes "and" backslashes \\ and NEAR( ) AND OR',
+        ],
+        title=None,
+        metadata={"z": 1, "a": {"y": [1, 2.5, None], "b": "ü"}, "long key": True},
+    )
+    add_source(lt, "file:///b.md", ["second source"], title="B", metadata={})
+    add_entity_links(lt, chunk_ids[1], VECTOR)
+    clock.advance()
+    kept = lt.memory.add(
+        kind="preference",
+        scope="user:zoë",
+        content="Zoë prefers tea\u2028and silence.",
+        priority=90,
+        confidence=0.3,
+        source_refs=[f"chunk:{chunk_ids[0]}", f"source:{sid}", {"type": "url", "id": "x", "n": 1}],
+    )
+    clock.advance()
+    lt.memory.update(kept.id, urgency=7, expires_at=4102444800)
+    old = lt.memory.add(kind="fact", content="v1 of a fact")
+    clock.advance()
+    _successor_sorting_first(lt, old.id)
+    gone = lt.memory.add(kind="fact", scope="secret", content="forget me")
+    lt.memory.forget(gone.id)
+    archived = lt.memory.add(kind="goal", scope="project:lantern/core", content="ship it")
+    lt.memory.archive(archived.id)
+    lt.memory.add(kind="task_state", scope="project:lantern", content="old", expires_at=5)
+    lt.memory.add(
+        kind="observation",
+        content="dangles",
+        source_refs=["chunk:chk_0000000000000000"],
+        allow_dangling=True,
+    )
+    return chunk_ids[0], kept.id
+
+
+def test_export_import_export_is_byte_identical(lt: Lantern, other_url: str, clock: Clock) -> None:
+    chunk, citing = _fill(lt, clock)
+    first = _export(lt)
+    with Lantern.open(other_url) as other:
+        report = _import(other, first)
+        assert report["added"] == {
+            "source": 2,
+            "chunk": 4,
+            "entity": 1,
+            "chunk_entity": 1,
+            "embedding": 1,
+            "memory": 6,
+            "history": report["added"]["history"],
+        }
+        assert set(report["skipped"].values()) == {0}
+        assert _export(other) == first
+        # Everything derived was rebuilt: search, references, history reads.
+        assert [m.record.scope for m in other.memory.search("tea")] == ["user:zoë"]
+        assert other.memory.check_refs() == lt.memory.check_refs()
+        assert len(other.memory.check_refs()) == 1
+        assert [r.id for r in other.memory.citing(f"chunk:{chunk}")] == [citing]
+        assert other.memory.list(status="all", include_expired=True, limit=100) == (
+            lt.memory.list(status="all", include_expired=True, limit=100)
+        )
+        # Idempotent: importing again adds nothing and changes nothing.
+        again = _import(other, first)
+        assert set(again["added"].values()) == {0}
+        assert sum(again["skipped"].values()) == sum(report["added"].values())
+        assert _export(other) == first
+
+
+def test_the_format_is_json_lines_in_the_documented_order(lt: Lantern, clock: Clock) -> None:
+    _fill(lt, clock)
+    data = _export(lt)
+    assert data.endswith(b"\n") and b"\r" not in data
+    lines = data.split(b"\n")[:-1]
+    objects = [json.loads(line) for line in lines]
+    assert objects[0] == {"type": "lantern_export", "format": 1}
+    assert lines[0] == b'{"type":"lantern_export","format":1}'
+    types = [obj["type"] for obj in objects[1:]]
+    order = ["source", "chunk", "entity", "chunk_entity", "embedding", "memory", "history"]
+    assert types == sorted(types, key=order.index)
+    assert "\u2028" in data.decode("utf-8")  # kept as is, not escaped
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for obj in objects[1:]:
+        by_type.setdefault(obj.pop("type"), []).append(obj)
+    assert list(by_type["source"][0]) == [
+        "id",
+        "uri",
+        "kind",
+        "title",
+        "content_hash",
+        "metadata",
+        "created_at",
+        "updated_at",
+    ]
+    assert [s["id"] for s in by_type["source"]] == sorted(s["id"] for s in by_type["source"])
+    meta = next(s["metadata"] for s in by_type["source"] if s["metadata"])
+    assert list(meta) == ["a", "z", "long key"] and list(meta["a"]) == ["b", "y"]
+    assert list(by_type["chunk"][0]) == [
+        "id",
+        "source_id",
+        "ordinal",
+        "text",
+        "start_offset",
+        "end_offset",
+        "metadata",
+        "created_at",
+    ]
+    assert [(c["source_id"], c["ordinal"]) for c in by_type["chunk"]] == sorted(
+        (c["source_id"], c["ordinal"]) for c in by_type["chunk"]
+    )
+    [embedding] = by_type["embedding"]
+    assert list(embedding) == ["chunk_id", "model", "dim", "vector"]
+    assert base64.b64decode(embedding["vector"]) == VECTOR
+    assert by_type["entity"] == [{"id": "ent_0000000000000001", "name": "Zoë", "kind": "person"}]
+    memories = by_type["memory"]
+    assert [m["id"] for m in memories] == sorted(m["id"] for m in memories)
+    assert memories == [lt.memory.get(m["id"]).to_json() for m in memories]  # as `show --json`
+    entries = by_type["history"]
+    assert all(list(e) == ["record_id", "event", "at", "changes"] for e in entries)
+    assert [e["record_id"] for e in entries] == sorted(e["record_id"] for e in entries)
+    forgotten = [e for e in entries if e["event"] == "forgotten"]
+    assert len(forgotten) == 1 and "forget me" not in json.dumps(entries)
+
+
+def test_parts_and_scopes(lt: Lantern, clock: Clock) -> None:
+    _fill(lt, clock)
+    memories_only = [json.loads(line)["type"] for line in _export(lt, evidence=False).splitlines()]
+    assert set(memories_only) == {"lantern_export", "memory", "history"}
+    evidence_only = [json.loads(line)["type"] for line in _export(lt, memories=False).splitlines()]
+    assert set(evidence_only) == {"lantern_export", "source", "chunk", "entity"} | {
+        "chunk_entity",
+        "embedding",
+    }
+    scoped = [
+        json.loads(line) for line in _export(lt, scope="project:*", evidence=False).splitlines()
+    ]
+    assert {obj["scope"] for obj in scoped if obj["type"] == "memory"} == {
+        "project:lantern",
+        "project:lantern/core",
+    }
+    scoped_ids = {obj["id"] for obj in scoped if obj["type"] == "memory"}
+    assert {obj["record_id"] for obj in scoped if obj["type"] == "history"} == scoped_ids
+
+
+def test_an_import_that_fails_changes_nothing(lt: Lantern, other_url: str, clock: Clock) -> None:
+    _fill(lt, clock)
+    good = _export(lt)
+    with Lantern.open(other_url) as other:
+        other.memory.add(kind="fact", content="already here")
+        before = _export(other)
+        broken = good + b'{"type":"memory","id":"mem_zz"}\n'
+        last_line = len(good.splitlines()) + 1
+        with pytest.raises(InvalidInput, match=rf"^line {last_line}: memory line"):
+            _import(other, broken)
+        assert _export(other) == before
+
+
+def _record_line(**changes: Any) -> str:
+    record = {
+        "type": "memory",
+        "id": "mem_00000000000000aa",
+        "kind": "fact",
+        "content": "x",
+        "scope": "global",
+        "priority": 50,
+        "urgency": 0,
+        "confidence": 1.0,
+        "status": "active",
+        "created_at": 1,
+        "updated_at": 1,
+        "expires_at": None,
+        "supersedes_id": None,
+        "source_refs": [],
+    }
+    record.update(changes)
+    return json.dumps(record)
+
+
+HEADER = '{"type":"lantern_export","format":1}'
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "the file is empty"),
+        ('{"type":"memory"}', "line 1: not a Lantern export"),
+        ('{"type":"lantern_export","format":2}', "line 1: export format 2 is not one"),
+        ("not json", "line 1: not a JSON object"),
+        ("[1, 2]", "line 1: not a JSON object"),
+        (f"{HEADER}\n" + '{"type":"planet"}', "line 2: unknown line type 'planet'"),
+        (f"{HEADER}\n" + '{"type":"entity","id":"e"}', "line 2: entity line: missing name, kind"),
+        (
+            f"{HEADER}\n" + '{"type":"entity","id":"e","name":"n","kind":"k","x":1}',
+            "unknown x",
+        ),
+        (
+            f"{HEADER}\n" + '{"type":"chunk_entity","chunk_id":1,"entity_id":"e"}',
+            "chunk_id has the wrong type",
+        ),
+        (
+            f"{HEADER}\n" + '{"type":"embedding","chunk_id":"c","model":"m","dim":1,"vector":"!"}',
+            "line 2: embedding vector is not base64",
+        ),
+        (f"{HEADER}\n" + _record_line(priority=101), "line 2: priority must be an integer"),
+        (f"{HEADER}\n" + _record_line(id="mem_X"), "a memory id is mem_ followed by 16 hex"),
+        (f"{HEADER}\n" + _record_line(status="deleted"), "status must be one of"),
+        (f"{HEADER}\n" + _record_line(created_at="1"), "created_at has the wrong type"),
+        (
+            f"{HEADER}\n" + _record_line() + "\n" + _record_line(),
+            "line 3: memory mem_00000000000000aa appears twice",
+        ),
+        (
+            f"{HEADER}\n" + _record_line(supersedes_id="mem_00000000000000bb"),
+            "line 2: memory mem_00000000000000aa supersedes mem_00000000000000bb, which is neither",
+        ),
+        (
+            f"{HEADER}\n"
+            + '{"type":"history","record_id":"mem_00000000000000aa","event":"renamed",'
+            + '"at":1,"changes":{}}',
+            "line 2: event must be one of",
+        ),
+    ],
+)
+def test_bad_files_say_which_line_and_change_nothing(lt: Lantern, text: str, message: str) -> None:
+    lt.memory.add(kind="fact", content="present")
+    before = _export(lt)
+    with pytest.raises(InvalidInput, match=message.replace("(", r"\(")):
+        _import(lt, text.encode("utf-8"))
+    assert _export(lt) == before
+
+
+def test_non_utf8_lines_are_refused(lt: Lantern) -> None:
+    with pytest.raises(InvalidInput, match="line 2: not UTF-8 text"):
+        _import(lt, HEADER.encode() + b"\n\xff\xfe\n")
+
+
+def test_an_existing_record_is_never_merged(lt: Lantern, other_url: str) -> None:
+    record = lt.memory.add(kind="fact", content="shared", priority=10)
+    data = _export(lt)
+    with Lantern.open(other_url) as other:
+        mine = other.memory.add(kind="fact", content="shared", priority=99)
+        assert mine.id == record.id
+        report = _import(other, data)
+        assert report["skipped"]["memory"] == 1 and report["skipped"]["history"] == 1
+        assert other.memory.get(record.id) == mine
+        assert [e.event for e in other.memory.history(record.id)] == ["created"]
+        # A record the store only knows as forgotten is not brought back either.
+        other.memory.forget(record.id)
+        assert _import(other, data)["added"]["memory"] == 0
+
+
+def test_sqlite_to_postgres_and_back_gives_the_same_bytes(
+    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock(monkeypatch)
+    with Lantern.open(tmp_path / "a.db") as sqlite_store:
+        _fill(sqlite_store, clock)
+        exported = _export(sqlite_store)
+    with Lantern.open(postgres_url) as postgres_store:
+        _import(postgres_store, exported)
+        assert _export(postgres_store) == exported
+        from_postgres = _export(postgres_store)
+    with Lantern.open(tmp_path / "b.db") as back:
+        _import(back, from_postgres)
+        assert _export(back) == exported
+
+
+def test_a_legacy_store_round_trips_with_its_search_index(tmp_path: Path) -> None:
+    legacy = tmp_path / "legacy.db"
+    build_legacy_store(legacy, 2)
+    upgraded = lantern_process("--db", str(legacy), "db", "upgrade", "--no-backup")
+    assert upgraded.returncode == 0, upgraded.stderr
+    copy = tmp_path / "copy.db"
+    with Lantern.open(legacy) as lt:
+        lt.memory.add(kind="fact", content="cites the legacy store")
+        data = _export(lt)
+    with Lantern.open(copy) as fresh:
+        _import(fresh, data)
+        assert _export(fresh) == data
+    assert fts_answers(copy, FTS_PROBE_QUERIES) == fts_answers(legacy, FTS_PROBE_QUERIES)
+
+
+def test_export_and_import_commands(run_cli: CliRun, tmp_path: Path) -> None:
+    run_cli("memory", "add", "--kind", "fact", "--scope", "a:1", "first")
+    run_cli("memory", "add", "--kind", "goal", "--scope", "b", "second")
+    exported = run_cli("export")
+    assert exported.exit_code == 0, exported.output
+    assert "exported 2 memory, 2 history" in exported.stderr
+    target = tmp_path / "copy.db"
+    imported = run_cli("import", "-", "--json", input=exported.stdout, db=str(target))
+    assert imported.exit_code == 0, imported.output
+    assert json.loads(imported.stdout)["added"]["memory"] == 2
+    assert run_cli("export", db=str(target)).stdout_bytes == exported.stdout_bytes
+    scoped = run_cli("export", "--memories", "--scope", "a:*")
+    assert [json.loads(line)["type"] for line in scoped.stdout.splitlines()] == [
+        "lantern_export",
+        "memory",
+        "history",
+    ]
+    again = run_cli("import", "-", input=exported.stdout, db=str(target))
+    assert "memory:       0 added, 2 already present" in again.stdout
+    missing = run_cli("import", str(tmp_path / "nope.jsonl"))
+    assert missing.exit_code == 1 and "no such file" in missing.stderr
+
+
+def test_export_and_import_through_the_real_executable(
+    run_lantern: ProcessRun, tmp_path: Path
+) -> None:
+    run_lantern("memory", "add", "--kind", "fact", "Zoë: ünïcode survives the pipe")
+    exported = run_lantern("export")
+    assert exported.returncode == 0, exported.stderr
+    dump = tmp_path / "store.jsonl"
+    dump.write_text(exported.stdout, encoding="utf-8")
+    target = tmp_path / "copy.db"
+    imported = lantern_process("--db", str(target), "import", str(dump), "--json")
+    assert imported.returncode == 0, imported.stderr
+    again = lantern_process("--db", str(target), "export")
+    assert again.stdout == exported.stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(HEADER + "\n{oops\n", encoding="utf-8")
+    refused = lantern_process("--db", str(target), "import", str(bad))
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: line 2: not a JSON object")
+    assert len(refused.stderr.strip().splitlines()) == 1

@@ -1,0 +1,145 @@
+"""Revision 0005 on stores that already hold memory records (made at 0003/0004): they get
+search rows and reference rows, an empty history, and everything works on them afterwards."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+from sqlalchemy import text
+
+from alembic import command
+from lantern import migrations
+from lantern.api import Lantern
+from lantern.location import resolve
+from lantern.memory_search import fts_rowid
+from lantern.models import memory_records
+from lantern.store import create_store_engine, prepare_sqlite_file
+from tests.legacy_stores import build_legacy_store
+
+OLD_RECORDS = [
+    ("mem_00000000000000a1", "The vault opens with brass keys.", [{"id": "s1", "type": "session"}]),
+    ("mem_ffffffffffffffff", "Lanterns need oil.", [{"id": "chk_x", "type": "chunk"}]),
+    ("mem_8000000000000000", "Wicks are trimmed daily.", []),
+]
+
+
+def _store_at(url: str, revision: str) -> None:
+    location = resolve(url)
+    config = migrations.alembic_config(migrations._Options(location=location, backup=False))
+    command.upgrade(config, revision)
+
+
+def _add_old_records(url: str) -> None:
+    location = resolve(url)
+    if location.path is not None:
+        prepare_sqlite_file(location.path)
+    engine = create_store_engine(location)
+    try:
+        with engine.begin() as conn:
+            for record_id, content, refs in OLD_RECORDS:
+                conn.execute(
+                    memory_records.insert().values(
+                        id=record_id,
+                        kind="fact",
+                        content=content,
+                        scope="old",
+                        priority=50,
+                        urgency=0,
+                        confidence=1.0,
+                        status="active",
+                        created_at=1_700_000_000,
+                        updated_at=1_700_000_000,
+                        source_refs=refs,
+                    )
+                )
+    finally:
+        engine.dispose()
+
+
+def _revision_module() -> ModuleType:
+    path = migrations.script_location() / "versions" / "0005_memory_history_and_search.py"
+    spec = importlib.util.spec_from_file_location("revision_0005", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_revision_derives_search_rowids_as_the_repository_does() -> None:
+    revision = _revision_module()
+    for record_id in [
+        *(record_id for record_id, _c, _r in OLD_RECORDS),
+        "mem_0123456789abcdef",
+        "mem_7fffffffffffffff",
+        "not-a-mem-id",
+        "mem_ABCDEF0123456789",
+    ]:
+        assert revision._fts_rowid(record_id) == fts_rowid(record_id)
+    assert fts_rowid("mem_ffffffffffffffff") == -1
+    assert fts_rowid("mem_8000000000000000") == -(1 << 63)
+
+
+def test_records_made_before_0005_are_searchable_citable_and_forgettable(store_url: str) -> None:
+    _store_at(store_url, "0004")
+    _add_old_records(store_url)
+    migrations.upgrade(resolve(store_url), backup=False)
+    with Lantern.open(store_url) as lt:
+        assert lt.status().revision == migrations.HEAD
+        assert [m.record.id for m in lt.memory.search("brass")] == ["mem_00000000000000a1"]
+        assert [m.record.id for m in lt.memory.search("oil")] == ["mem_ffffffffffffffff"]
+        assert [r.id for r in lt.memory.citing("session:s1")] == ["mem_00000000000000a1"]
+        assert [(d.record_id, d.id) for d in lt.memory.check_refs()] == [
+            ("mem_ffffffffffffffff", "chk_x")
+        ]
+        assert lt.memory.history("mem_00000000000000a1") == []
+        if lt.store.dialect == "sqlite":
+            with lt.store.read() as conn:
+                rows = conn.execute(text("SELECT rowid, record_id FROM memory_fts")).all()
+            assert sorted(rows) == sorted((fts_rowid(r), r) for r, _c, _s in OLD_RECORDS)
+        updated = lt.memory.update("mem_8000000000000000", content="Wicks are trimmed weekly.")
+        assert [e.event for e in lt.memory.history(updated.id)] == ["updated"]
+        assert [m.record.id for m in lt.memory.search("weekly")] == [updated.id]
+        assert lt.memory.search("daily") == []
+        lt.memory.forget("mem_ffffffffffffffff")
+        assert lt.memory.search("oil") == [] and lt.memory.check_refs() == []
+
+
+def test_0005_downgrades_cleanly_and_keeps_the_records(store_url: str) -> None:
+    _store_at(store_url, "0004")
+    _add_old_records(store_url)
+    migrations.upgrade(resolve(store_url), backup=False)
+    with Lantern.open(store_url) as lt:
+        lt.memory.add(kind="fact", content="added at 0005", source_refs=["session:new"])
+    config = migrations.alembic_config(
+        migrations._Options(location=resolve(store_url), backup=False)
+    )
+    command.downgrade(config, "0004")
+    with Lantern.open(store_url, require_current=False) as lt:
+        assert lt.status().revision == "0004"
+        with lt.store.read() as conn:
+            rows = conn.execute(text("SELECT id, source_refs FROM memory_records ORDER BY id"))
+            stored = {record_id: refs for record_id, refs in rows}
+            names = set(migrations._table_names(conn))
+    assert len(stored) == 4
+    assert not names & {"memory_history", "memory_refs", "memory_fts"}
+    old_ids = {record_id for record_id, _content, _refs in OLD_RECORDS}
+    added = [refs for record_id, refs in stored.items() if record_id not in old_ids]
+    assert [json.loads(r) if isinstance(r, str) else r for r in added] == [
+        [{"id": "new", "type": "session"}]
+    ]
+    migrations.upgrade(resolve(store_url), backup=False)
+    with Lantern.open(store_url) as lt:
+        assert len(lt.memory.search("added")) == 1
+
+
+def test_a_legacy_store_upgrades_through_0005(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.db"
+    build_legacy_store(path, 1, awkward=False)
+    migrations.upgrade(resolve(str(path)), backup=False)
+    with Lantern.open(path) as lt:
+        record = lt.memory.add(kind="fact", content="new after the upgrade")
+        assert [m.record.id for m in lt.memory.search("upgrade")] == [record.id]
+        assert [e.event for e in lt.memory.history(record.id)] == ["created"]
