@@ -124,27 +124,21 @@ class MemoryRepository:
         and `created` is False. Changing those fields is an update; reviving it, a restore.
         `source` and `chunk` references must name stored evidence unless `allow_dangling`.
         """
-        checked_kind = validation.kind(kind)
-        checked_content = validation.content(content)
-        checked_scope = validation.scope(scope)
-        refs = validation.source_refs(source_refs)
-        record_id = memory_id(checked_scope, checked_kind, checked_content)
         at = now()
-        record = MemoryRecord(
-            id=record_id,
-            kind=checked_kind,
-            content=checked_content,
-            scope=checked_scope,
-            priority=validation.percent("priority", priority),
-            urgency=validation.percent("urgency", urgency),
-            confidence=validation.confidence(confidence),
-            status="active",
-            created_at=at,
-            updated_at=at,
-            expires_at=validation.optional_timestamp("expires_at", expires_at),
+        record = _new_record(
+            at,
+            kind=kind,
+            content=content,
+            scope=scope,
+            priority=priority,
+            confidence=confidence,
+            urgency=urgency,
+            expires_at=expires_at,
             supersedes_id=supersedes_id,
-            source_refs=freeze_refs(refs),
+            source_refs=source_refs,
         )
+        record_id = record.id
+        refs = record.source_refs
         with self._write() as conn:
             existing = _fetch(conn, record_id)
             if existing is not None:
@@ -161,6 +155,54 @@ class MemoryRepository:
             if old is not None:
                 _retire(conn, old, record_id, at)
             return record, True
+
+    def add_many(
+        self, records: Iterable[Mapping[str, Any]], *, allow_dangling: bool = False
+    ) -> list[tuple[MemoryRecord, bool]]:
+        """Write many records in one transaction; `(record, created)` for each, in order.
+
+        Each mapping takes `add`'s keyword arguments except `supersedes_id` (a supersede is one
+        explicit operation). Every record is validated before anything is written, so a bad
+        one leaves the store unchanged. Records already stored, or repeated in the input, come
+        back unchanged with `created` False, exactly as `get_or_add` does.
+        """
+        at = now()
+        built: list[MemoryRecord] = []
+        for position, fields in enumerate(records):
+            if not isinstance(fields, Mapping):
+                raise InvalidInput(f"record {position}: must be a mapping of add's arguments")
+            if fields.get("supersedes_id") is not None:
+                raise InvalidInput(
+                    f"record {position}: add_many does not supersede; use supersede() for that"
+                )
+            unknown = set(fields) - _ADD_FIELDS
+            if unknown:
+                raise InvalidInput(
+                    f"record {position}: unknown field(s) {', '.join(sorted(unknown))}"
+                )
+            try:
+                built.append(_new_record(at, **fields))
+            except TypeError as exc:
+                raise InvalidInput(f"record {position}: kind and content are required") from exc
+            except InvalidInput as exc:
+                raise InvalidInput(f"record {position}: {exc.message}") from exc
+        with self._write() as conn:
+            if not allow_dangling:
+                memory_refs.require_resolvable(
+                    conn, [ref for record in built for ref in record.source_refs]
+                )
+            stored = _fetch_many(conn, {record.id for record in built})
+            fresh = list({r.id: r for r in built if r.id not in stored}.values())
+            inserted = _insert_many(conn, fresh)
+            stored.update({r.id: r for r in fresh if r.id in inserted})
+            # Taken by another writer between our look and our insert: read what they stored.
+            stored.update(_fetch_many(conn, {r.id for r in fresh if r.id not in inserted}))
+            results: list[tuple[MemoryRecord, bool]] = []
+            for record in built:
+                created = record.id in inserted
+                inserted.discard(record.id)  # a repeat within the input is not created twice
+                results.append((stored[record.id], created))
+            return results
 
     def update(
         self,
@@ -717,13 +759,57 @@ def _check_supersedable(conn: Connection, old: MemoryRecord) -> None:
         raise Conflict(f"memory {old.id} is already superseded by {_successor_id(conn, old.id)}")
 
 
-def _insert(conn: Connection, record: MemoryRecord) -> bool:
-    """Store a new record with its search row, reference rows and `created` entry.
+_ADD_FIELDS = frozenset(
+    {
+        "kind",
+        "content",
+        "scope",
+        "priority",
+        "confidence",
+        "urgency",
+        "expires_at",
+        "supersedes_id",
+        "source_refs",
+    }
+)
 
-    False when the id was taken meanwhile (the insert skips existing keys, so that concurrent
-    writers of the same memory never collide); nothing else is written then.
-    """
-    values = {
+
+def _new_record(
+    at: int,
+    *,
+    kind: str,
+    content: str,
+    scope: str = "global",
+    priority: int = 50,
+    confidence: float = 1.0,
+    urgency: int = 0,
+    expires_at: int | str | None = None,
+    supersedes_id: str | None = None,
+    source_refs: Sequence[Any] | None = None,
+) -> MemoryRecord:
+    """A validated, not yet stored record, with its deterministic id."""
+    checked_kind = validation.kind(kind)
+    checked_content = validation.content(content)
+    checked_scope = validation.scope(scope)
+    return MemoryRecord(
+        id=memory_id(checked_scope, checked_kind, checked_content),
+        kind=checked_kind,
+        content=checked_content,
+        scope=checked_scope,
+        priority=validation.percent("priority", priority),
+        urgency=validation.percent("urgency", urgency),
+        confidence=validation.confidence(confidence),
+        status="active",
+        created_at=at,
+        updated_at=at,
+        expires_at=validation.optional_timestamp("expires_at", expires_at),
+        supersedes_id=supersedes_id,
+        source_refs=freeze_refs(validation.source_refs(source_refs)),
+    )
+
+
+def _row(record: MemoryRecord) -> dict[str, Any]:
+    return {
         "id": record.id,
         "kind": record.kind,
         "content": record.content,
@@ -738,6 +824,42 @@ def _insert(conn: Connection, record: MemoryRecord) -> bool:
         "supersedes_id": record.supersedes_id,
         "source_refs": _plain(record.source_refs),
     }
+
+
+def _fetch_many(conn: Connection, record_ids: set[str]) -> dict[str, MemoryRecord]:
+    found: dict[str, MemoryRecord] = {}
+    ordered = sorted(record_ids)
+    for start in range(0, len(ordered), _BATCH):
+        batch = ordered[start : start + _BATCH]
+        for row in conn.execute(select(table).where(table.c.id.in_(batch))):
+            record = row_to_record(row)
+            found[record.id] = record
+    return found
+
+
+def _insert_many(conn: Connection, records: list[MemoryRecord]) -> set[str]:
+    """Store new records (one statement per table); the ids that went in.
+
+    Ids taken meanwhile by another writer are skipped, with nothing else written for them.
+    """
+    if not records:
+        return set()
+    stmt = insert_ignoring_conflicts(conn, table).returning(table.c.id)
+    inserted = {row[0] for row in conn.execute(stmt, [_row(record) for record in records])}
+    written = [record for record in records if record.id in inserted]
+    memory_search.index(conn, [(record.id, record.content) for record in written])
+    memory_refs.write(conn, [(record.id, record.source_refs) for record in written])
+    history.append(conn, [history.created(record) for record in written])
+    return inserted
+
+
+def _insert(conn: Connection, record: MemoryRecord) -> bool:
+    """Store a new record with its search row, reference rows and `created` entry.
+
+    False when the id was taken meanwhile (the insert skips existing keys, so that concurrent
+    writers of the same memory never collide); nothing else is written then.
+    """
+    values = _row(record)
     stmt = _INSERT.get(conn.dialect.name)
     if stmt is None:
         # RETURNING tells whether the row went in (psycopg reports no rowcount for this form).
