@@ -1,0 +1,673 @@
+"""Lantern's benchmarks: every operation through Lantern's Python API beside raw `sqlite3`
+doing the same work on the same file, in the same run.
+
+    python bench/run.py --quick            # 10k and 100k records, a couple of minutes
+    python bench/run.py                    # adds 1M records and 1M chunks (about 20 minutes)
+    python bench/run.py --json out.json    # also write the results as JSON
+
+Nothing here asserts a time: the table is the result. See bench/README.md for what each row
+measures and the targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import itertools
+import json
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from lantern import Lantern, migrations
+from lantern.chunking import chunk_source
+from lantern.ids import chunk_id, memory_id, source_id
+from lantern.location import resolve
+from lantern.memory_search import fts_rowid
+
+KINDS = ("fact", "preference", "goal", "constraint", "task_state", "observation", "hypothesis")
+WORDS = (  # noqa: SIM905 - a word list is easier to read as text
+    "agent memory store record scope priority branch deploy review build test release note "
+    "user project host config cache index query search result evidence source chunk session "
+    "plan goal task state change update archive policy order time value field check error "
+    "fix data file path line code module function class method option command output input "
+    "log prefer always never before after first last small large fast slow local remote "
+    "shared "
+).split()
+
+
+@dataclass
+class Result:
+    operation: str
+    n: int
+    lantern_p50: float
+    lantern_p95: float
+    raw_p50: float | None
+    raw_p95: float | None
+    unit: str = "ms"
+
+    @property
+    def ratio(self) -> float | None:
+        if self.raw_p50 in (None, 0):
+            return None
+        return self.lantern_p50 / self.raw_p50
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return statistics.median(ordered), p95
+
+
+def measure(fn: Callable[[int], object], repeat: int) -> list[float]:
+    """Milliseconds per call; each call gets its index so it can vary its input."""
+    samples = []
+    for i in range(repeat):
+        start = time.perf_counter()
+        fn(i)
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def side_by_side(
+    operation: str,
+    n: int,
+    lantern_fn: Callable[[int], object],
+    raw_fn: Callable[[int], object] | None,
+    repeat: int,
+) -> Result:
+    # Interleave warm-up, then measure each side in turn so caches are equally warm.
+    for i in range(min(20, repeat)):
+        lantern_fn(repeat * 10 + i)
+        if raw_fn is not None:
+            raw_fn(repeat * 20 + i)
+    lantern = percentiles(measure(lantern_fn, repeat))
+    raw = percentiles(measure(raw_fn, repeat)) if raw_fn is not None else (None, None)
+    return Result(operation, n, lantern[0], lantern[1], raw[0], raw[1])
+
+
+# --- data --------------------------------------------------------------------------------
+
+
+def sentence(rng: random.Random, low: int, high: int) -> str:
+    target = rng.randint(low, high)
+    words: list[str] = []
+    length = 0
+    while length < target:
+        word = rng.choice(WORDS)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:target].strip().capitalize() + "."
+
+
+def scope_names() -> list[str]:
+    return [f"project:p{i:03d}" for i in range(100)]
+
+
+def scope_weights() -> list[float]:
+    # Skewed like real use: a few busy scopes, a long tail (Zipf, s = 1).
+    return [1 / (rank + 1) for rank in range(100)]
+
+
+def memory_records(n: int, seed: int = 7) -> Iterator[dict[str, object]]:
+    """Deterministic records: 100 skewed scopes, all 7 kinds, content of 50-300 characters."""
+    rng = random.Random(seed)
+    scopes = scope_names()
+    weights = scope_weights()
+    for i in range(n):
+        yield {
+            "kind": KINDS[i % len(KINDS)],
+            "scope": rng.choices(scopes, weights)[0],
+            "content": f"{sentence(rng, 50, 300)} #{i}",
+            "priority": rng.randint(0, 100),
+            "urgency": rng.randint(0, 100),
+            "confidence": round(rng.random(), 2),
+        }
+
+
+def build_memory_store(path: Path, n: int) -> None:
+    """A store of n records written through `add_many` (so search and history rows exist), then
+    80 % active / 15 % archived / 5 % superseded, set in bulk."""
+    with Lantern.open(path) as lt:
+        batch: list[dict[str, object]] = []
+        for fields in memory_records(n):
+            batch.append(fields)
+            if len(batch) == 10_000:
+                lt.memory.add_many(batch)
+                batch = []
+        if batch:
+            lt.memory.add_many(batch)
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "UPDATE memory_records SET status = CASE "
+        "WHEN abs(rowid * 7919) % 100 < 15 THEN 'archived' "
+        "WHEN abs(rowid * 7919) % 100 < 20 THEN 'superseded' ELSE 'active' END"
+    )
+    conn.commit()
+    conn.execute("ANALYZE")
+    conn.close()
+
+
+@contextmanager
+def raw_connection(path: Path) -> Iterator[sqlite3.Connection]:
+    """The floor: the stdlib driver with the same pragmas Lantern sets."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=15)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+# --- memory operations ---------------------------------------------------------------------
+
+MEMORY_SEARCH_SQL = (
+    "SELECT memory_records.*, -bm25(memory_fts) AS score FROM memory_fts "
+    "JOIN memory_records ON memory_records.id = memory_fts.record_id "
+    "WHERE memory_fts MATCH ? AND memory_records.status = 'active' "
+    "AND (memory_records.expires_at IS NULL OR memory_records.expires_at > ?) "
+    "ORDER BY -bm25(memory_fts) DESC, memory_records.status, memory_records.priority DESC, "
+    "memory_records.urgency DESC, memory_records.updated_at DESC, memory_records.id LIMIT 21"
+)
+BULK = 1000
+
+
+def bulk_add(lt: Lantern, raw: sqlite3.Connection, n: int) -> Result:
+    """`add_many` of 1,000 records beside raw `executemany` of the same rows (ms per batch)."""
+    lantern_batches = [
+        [
+            {"kind": "fact", "scope": "bench:bulk", "content": f"lantern bulk {b} {i} {n}"}
+            for i in range(BULK)
+        ]
+        for b in range(5)
+    ]
+    lantern_samples = []
+    for batch in lantern_batches:
+        start = time.perf_counter()
+        lt.memory.add_many(batch)
+        lantern_samples.append((time.perf_counter() - start) * 1000)
+    raw_samples = []
+    for b in range(5):
+        at = int(time.time())
+        rows = []
+        for i in range(BULK):
+            content = f"raw bulk {b} {i} {n}"
+            rows.append((memory_id("bench:bulk", "fact", content), content))
+        start = time.perf_counter()
+        raw.execute("BEGIN IMMEDIATE")
+        raw.execute("PRAGMA secure_delete = ON")
+        raw.executemany(
+            "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, "
+            "confidence, status, created_at, updated_at, expires_at, supersedes_id, "
+            "source_refs) VALUES (?, 'fact', ?, 'bench:bulk', 50, 0, 1.0, 'active', ?, ?, "
+            "NULL, NULL, '[]') ON CONFLICT DO NOTHING",
+            [(record_id, content, at, at) for record_id, content in rows],
+        )
+        raw.executemany(
+            "INSERT INTO memory_fts (rowid, record_id, content) VALUES (?, ?, ?)",
+            sorted((fts_rowid(record_id), record_id, content) for record_id, content in rows),
+        )
+        raw.executemany(
+            "INSERT INTO memory_history (record_id, event, at, changes) VALUES (?, ?, ?, ?)",
+            [
+                (record_id, "created", at, json.dumps({"before": None, "after": {"c": content}}))
+                for record_id, content in rows
+            ],
+        )
+        raw.execute("COMMIT")
+        raw_samples.append((time.perf_counter() - start) * 1000)
+    own, floor = percentiles(lantern_samples), percentiles(raw_samples)
+    return Result("memory add_many (1,000 records)", n, own[0], own[1], floor[0], floor[1])
+
+
+LIST_SQL = (
+    "SELECT id, kind, content, scope, priority, urgency, confidence, status, created_at, "
+    "updated_at, expires_at, supersedes_id, source_refs FROM memory_records "
+    "WHERE scope = ? AND status = 'active' {kind} AND (expires_at IS NULL OR expires_at > ?) "
+    "ORDER BY status, priority DESC, urgency DESC, updated_at DESC, id LIMIT 50"
+)
+
+
+def bench_memory(work: Path, n: int, repeat: int) -> list[Result]:
+    path = work / f"memory-{n}.db"
+    build_memory_store(path, n)
+    busy_scope = scope_names()[0]
+    results = []
+    with Lantern.open(path) as lt, raw_connection(path) as raw:
+        results.append(
+            side_by_side(
+                "memory list (top 50, one scope)",
+                n,
+                lambda _i: lt.memory.list(scope=busy_scope),
+                lambda _i: [
+                    json.loads(row[12])
+                    for row in raw.execute(LIST_SQL.format(kind=""), (busy_scope, int(time.time())))
+                ],
+                repeat,
+            )
+        )
+        results.append(
+            side_by_side(
+                "memory list (top 50, scope + kind)",
+                n,
+                lambda _i: lt.memory.list(scope=busy_scope, kind="goal"),
+                lambda _i: [
+                    json.loads(row[12])
+                    for row in raw.execute(
+                        LIST_SQL.format(kind="AND kind = ?"),
+                        (busy_scope, "goal", int(time.time())),
+                    )
+                ],
+                repeat,
+            )
+        )
+
+        def lantern_add(i: int) -> None:
+            lt.memory.add(kind="fact", scope="bench:add", content=f"lantern add {n} {i}")
+
+        def raw_add(i: int) -> None:
+            content = f"raw add {n} {i}"
+            record_id = memory_id("bench:add", "fact", content)
+            at = int(time.time())
+            raw.execute("BEGIN IMMEDIATE")
+            raw.execute("PRAGMA secure_delete = ON")
+            raw.execute("SELECT * FROM memory_records WHERE id = ?", (record_id,)).fetchone()
+            raw.execute(
+                "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, "
+                "confidence, status, created_at, updated_at, expires_at, supersedes_id, "
+                "source_refs) VALUES (?, 'fact', ?, 'bench:add', 50, 0, 1.0, 'active', ?, ?, "
+                "NULL, NULL, '[]') ON CONFLICT DO NOTHING RETURNING id",
+                (record_id, content, at, at),
+            ).fetchone()
+            raw.execute(
+                "INSERT INTO memory_fts (rowid, record_id, content) VALUES (?, ?, ?)",
+                (fts_rowid(record_id), record_id, content),
+            )
+            raw.execute(
+                "INSERT INTO memory_history (record_id, event, at, changes) VALUES (?, ?, ?, ?)",
+                (record_id, "created", at, json.dumps({"before": None, "after": {"c": content}})),
+            )
+            raw.execute("COMMIT")
+
+        results.append(side_by_side("memory add (one, committed)", n, lantern_add, raw_add, repeat))
+
+        queries = search_queries(repeat + 40, words=WORDS)
+
+        results.append(
+            side_by_side(
+                "memory search (1-3 words, top 20)",
+                n,
+                lambda i: lt.memory.search(queries[i % len(queries)], limit=20),
+                lambda i: raw.execute(
+                    MEMORY_SEARCH_SQL,
+                    (fts_match(queries[i % len(queries)]), int(time.time())),
+                ).fetchall(),
+                repeat,
+            )
+        )
+        results.append(bulk_add(lt, raw, n))
+
+        targets = [
+            row[0]
+            for row in raw.execute(
+                "SELECT id FROM memory_records WHERE status = 'active' ORDER BY id LIMIT ?",
+                (repeat * 2 + 60,),
+            )
+        ]
+
+        def lantern_archive(i: int) -> None:
+            lt.memory.archive(targets[i % len(targets)])
+
+        def raw_archive(i: int) -> None:
+            record_id = targets[-1 - (i % len(targets))]
+            at = int(time.time())
+            raw.execute("BEGIN IMMEDIATE")
+            raw.execute("PRAGMA secure_delete = ON")
+            raw.execute("SELECT * FROM memory_records WHERE id = ?", (record_id,)).fetchone()
+            raw.execute(
+                "UPDATE memory_records SET status = 'archived', updated_at = ? WHERE id = ?",
+                (at, record_id),
+            )
+            raw.execute(
+                "INSERT INTO memory_history (record_id, event, at, changes) VALUES (?, ?, ?, ?)",
+                (record_id, "archived", at, '{"after":{"status":"archived"},"before":{}}'),
+            )
+            raw.execute("COMMIT")
+
+        results.append(
+            side_by_side("memory archive (by id)", n, lantern_archive, raw_archive, repeat)
+        )
+    path.unlink()
+    return results
+
+
+# --- evidence -------------------------------------------------------------------------------
+
+SYLLABLES = (  # noqa: SIM905 - a word list is easier to read as text
+    "ka lo mi ner tos va ri den sul pa th or en al is re co de ma li un ex pro ter "
+).split()
+
+
+def vocabulary(size: int = 6000, seed: int = 11) -> list[str]:
+    """English-like words: the common ones above, then pseudo-words for a long tail."""
+    rng = random.Random(seed)
+    words = list(WORDS)
+    seen = set(words)
+    while len(words) < size:
+        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    return words
+
+
+class TextMaker:
+    """Zipf-distributed words, so a few are everywhere and most are rare, as in real notes."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.words = vocabulary()
+        self.cumulative = list(itertools.accumulate(1 / (r + 1) for r in range(len(self.words))))
+
+    def paragraph(self, chars: int) -> str:
+        picked = self.rng.choices(self.words, cum_weights=self.cumulative, k=chars // 5)
+        return " ".join(picked)[:chars].rsplit(" ", 1)[0] + "."
+
+
+CHUNK_CHARS = 850
+CHUNKS_PER_SOURCE = 20
+
+
+def build_chunk_store(path: Path, n_chunks: int) -> None:
+    """A current store of sources of 20 chunks of about 850 characters, loaded in bulk."""
+    Lantern.open(path).close()
+    fill_chunks(path, n_chunks)
+
+
+def fill_chunks(path: Path, n_chunks: int) -> None:
+    """Insert sources and chunks with raw statements (the FTS5 triggers fill the index)."""
+    maker = TextMaker(seed=3)
+    conn = sqlite3.connect(path)
+    at = 1_700_000_000
+    for first in range(0, n_chunks, CHUNKS_PER_SOURCE):
+        uri = f"file:///bench/doc{first // CHUNKS_PER_SOURCE:07d}.md"
+        sid = source_id(uri)
+        conn.execute(
+            "INSERT INTO sources (id, uri, kind, title, content_hash, metadata, created_at, "
+            "updated_at) VALUES (?, ?, 'markdown', NULL, ?, '{}', ?, ?)",
+            (sid, uri, f"h{first}", at, at),
+        )
+        offset = 0
+        rows = []
+        for ordinal in range(CHUNKS_PER_SOURCE):
+            body = maker.paragraph(CHUNK_CHARS)
+            rows.append(
+                (chunk_id(sid, ordinal, body), sid, ordinal, body, offset, offset + len(body), at)
+            )
+            offset += len(body) + 2
+        conn.executemany(
+            "INSERT INTO chunks (id, source_id, ordinal, text, start_offset, end_offset, "
+            "metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, '{}', ?)",
+            rows,
+        )
+    conn.commit()
+    conn.execute("ANALYZE")
+    conn.close()
+
+
+def search_queries(count: int, seed: int = 5, words: Sequence[str] | None = None) -> list[str]:
+    """1-3 words from the middle of the vocabulary: found in some texts, not in all."""
+    rng = random.Random(seed)
+    pool = list(words) if words is not None else vocabulary()[60:3000]
+    return [" ".join(rng.sample(pool, rng.randint(1, 3))) for _ in range(count)]
+
+
+def fts_match(query: str) -> str:
+    return " ".join(f'"{word}"' for word in query.split())
+
+
+RAW_SEARCH_SQL = (
+    "SELECT chunks.id, chunks.source_id, sources.uri, sources.kind, chunks.ordinal, "
+    "chunks.start_offset, chunks.end_offset, -bm25(chunks_fts) AS score, "
+    "snippet(chunks_fts, 0, '«', '»', '…', 24) AS snippet "
+    "FROM chunks_fts JOIN chunks ON chunks_fts.rowid = chunks.rowid "
+    "JOIN sources ON sources.id = chunks.source_id "
+    "WHERE chunks_fts MATCH ? ORDER BY bm25(chunks_fts), chunks.id LIMIT 20"
+)
+
+
+def bench_evidence_search(work: Path, n: int, repeat: int) -> list[Result]:
+    path = work / f"chunks-{n}.db"
+    build_chunk_store(path, n)
+    queries = search_queries(repeat + 40)
+    with Lantern.open(path) as lt, raw_connection(path) as raw:
+        result = side_by_side(
+            "evidence search (1-3 words, top 20)",
+            n,
+            lambda i: lt.evidence.search(queries[i % len(queries)], limit=20),
+            lambda i: raw.execute(
+                RAW_SEARCH_SQL, (fts_match(queries[i % len(queries)]),)
+            ).fetchall(),
+            repeat,
+        )
+    path.unlink()
+    return [result]
+
+
+def bench_ingest(work: Path, documents: int) -> list[Result]:
+    """Throughput of ingesting text (chunking included), as ms per MB, beside a raw load."""
+    maker = TextMaker(seed=9)
+    texts = [
+        "\n\n".join(maker.paragraph(CHUNK_CHARS) for _ in range(CHUNKS_PER_SOURCE))
+        for _ in range(documents)
+    ]
+    megabytes = sum(len(t.encode()) for t in texts) / 1e6
+    lantern_path, raw_path = work / "ingest-lantern.db", work / "ingest-raw.db"
+    Lantern.open(raw_path).close()
+    with Lantern.open(lantern_path) as lt:
+        start = time.perf_counter()
+        for i, body in enumerate(texts):
+            lt.evidence.ingest_text(f"bench://doc/{i}", body, kind="document")
+        lantern_ms = (time.perf_counter() - start) * 1000
+    with raw_connection(raw_path) as raw:
+        start = time.perf_counter()
+        for i, body in enumerate(texts):
+            uri = f"bench://doc/{i}"
+            sid = source_id(uri)
+            spans = chunk_source(body, "document")
+            at = int(time.time())
+            raw.execute("BEGIN IMMEDIATE")
+            raw.execute("SELECT id, content_hash, kind FROM sources WHERE uri = ?", (uri,))
+            raw.execute(
+                "INSERT INTO sources (id, uri, kind, title, content_hash, metadata, created_at, "
+                "updated_at) VALUES (?, ?, 'document', NULL, ?, ?, ?, ?)",
+                (sid, uri, hashlib.sha256(body.encode()).hexdigest(), '{"size": 1}', at, at),
+            )
+            raw.executemany(
+                "INSERT INTO chunks (id, source_id, ordinal, text, start_offset, end_offset, "
+                "metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, '{}', ?)",
+                [
+                    (chunk_id(sid, s.ordinal, s.text), sid, s.ordinal, s.text, s.start, s.end, at)
+                    for s in spans
+                ],
+            )
+            raw.execute("COMMIT")
+        raw_ms = (time.perf_counter() - start) * 1000
+    for path in (lantern_path, raw_path):
+        path.unlink()
+    per_mb = (lantern_ms / megabytes, raw_ms / megabytes)
+    return [
+        Result(
+            f"ingest ({megabytes:.1f} MB text; ms per MB)",
+            documents * CHUNKS_PER_SOURCE,
+            per_mb[0],
+            per_mb[0],
+            per_mb[1],
+            per_mb[1],
+            unit="ms/MB",
+        )
+    ]
+
+
+# --- legacy upgrade ---------------------------------------------------------------------------
+
+
+def build_legacy_store(path: Path, n_chunks: int) -> None:
+    """A generation-1 store (the legacy DDL, user_version 1) holding n chunks."""
+    spec = importlib.util.spec_from_file_location(
+        "generation_1", migrations.script_location() / "versions" / "0001_evidence_generation_1.py"
+    )
+    assert spec is not None and spec.loader is not None
+    revision = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(revision)
+    conn = sqlite3.connect(path)
+    for statement in revision.SQLITE_DDL:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    fill_chunks(path, n_chunks)
+
+
+def bench_upgrade(work: Path, n_chunks: int) -> list[Result]:
+    results = []
+    for backup in (False, True):
+        path = work / f"legacy-{n_chunks}-{backup}.db"
+        build_legacy_store(path, n_chunks)
+        start = time.perf_counter()
+        migrations.upgrade(resolve(str(path)), backup=backup)
+        own = (time.perf_counter() - start) * 1000
+        floor_path = work / f"legacy-raw-{n_chunks}.db"
+        if not floor_path.exists():
+            build_legacy_store(floor_path, n_chunks)
+        raw = sqlite3.connect(floor_path, isolation_level=None)
+        start = time.perf_counter()
+        raw.execute("BEGIN IMMEDIATE")
+        raw.execute(MEMORY_RECORDS_DDL)
+        for index in MEMORY_RECORDS_INDEXES:
+            raw.execute(index)
+        raw.execute("ROLLBACK")
+        floor = (time.perf_counter() - start) * 1000
+        raw.close()
+        label = "legacy upgrade, with backup" if backup else "legacy upgrade, no backup"
+        results.append(Result(label, n_chunks, own, own, floor, floor))
+        for leftover in work.glob(f"{path.name}*"):
+            leftover.unlink()
+    return results
+
+
+MEMORY_RECORDS_DDL = (
+    "CREATE TABLE memory_records (id TEXT NOT NULL PRIMARY KEY, kind TEXT NOT NULL, "
+    "content TEXT NOT NULL, scope TEXT NOT NULL DEFAULT 'global', priority INTEGER NOT NULL "
+    "DEFAULT 50, urgency INTEGER NOT NULL DEFAULT 0, confidence FLOAT NOT NULL DEFAULT 1.0, "
+    "status TEXT NOT NULL DEFAULT 'active', created_at INTEGER NOT NULL, updated_at INTEGER "
+    "NOT NULL, expires_at INTEGER, supersedes_id TEXT REFERENCES memory_records (id), "
+    "source_refs TEXT NOT NULL DEFAULT '[]')"
+)
+MEMORY_RECORDS_INDEXES = (
+    "CREATE INDEX ix_a ON memory_records (scope, status, priority DESC, urgency DESC, "
+    "updated_at DESC, id)",
+    "CREATE INDEX ix_b ON memory_records (status, priority DESC, urgency DESC, "
+    "updated_at DESC, id)",
+)
+
+
+# --- process cold starts ---------------------------------------------------------------------
+
+
+def time_process(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True, env=env)
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def bench_cold_starts(work: Path, repeat: int) -> list[Result]:
+    lantern_bin = shutil.which("lantern") or str(Path(sys.executable).with_name("lantern"))
+    store = work / "small.db"
+    build_memory_store(store, 1000)
+    env = {**os.environ, "LANTERN_DB": str(store)}
+    floor = percentiles(time_process([sys.executable, "-c", "import sqlalchemy.orm"], repeat))
+    results = []
+    for label, argv in (
+        ("process: lantern --help", [lantern_bin, "--help"]),
+        ("process: lantern memory list --json", [lantern_bin, "memory", "list", "--json"]),
+    ):
+        own = percentiles(time_process(argv, repeat, env))
+        results.append(Result(label, 1000, own[0], own[1], floor[0], floor[1]))
+    return results
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+def render(results: list[Result]) -> str:
+    header = (
+        f"{'operation':<42} {'N':>9} {'lantern p50':>12} {'p95':>9} {'raw p50':>10} "
+        f"{'p95':>9} {'ratio':>7}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in results:
+        raw50 = "-" if r.raw_p50 is None else f"{r.raw_p50:.3f}"
+        raw95 = "-" if r.raw_p95 is None else f"{r.raw_p95:.3f}"
+        ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x"
+        lines.append(
+            f"{r.operation:<42} {r.n:>9,} {r.lantern_p50:>12.3f} {r.lantern_p95:>9.3f} "
+            f"{raw50:>10} {raw95:>9} {ratio:>7}"
+        )
+    lines.append("times in ms; process rows compare with `python -c 'import sqlalchemy.orm'`")
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, object]:
+    return {
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10k and 100k sizes only")
+    parser.add_argument("--json", dest="json_path", help="also write results to this file")
+    parser.add_argument("--repeat", type=int, default=200, help="samples per operation")
+    args = parser.parse_args(argv)
+    sizes = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="lantern-bench-") as tmp:
+        work = Path(tmp)
+        for n in sizes:
+            results.extend(bench_memory(work, n, args.repeat))
+        for n in [100_000] if args.quick else [100_000, 1_000_000]:
+            results.extend(bench_evidence_search(work, n, args.repeat))
+        results.extend(bench_ingest(work, 100 if args.quick else 300))
+        results.extend(bench_upgrade(work, 100_000 if args.quick else 1_000_000))
+        results.extend(bench_cold_starts(work, 10 if args.quick else 20))
+    print(render(results))
+    if args.json_path:
+        payload = {
+            "machine": machine(),
+            "results": [asdict(r) | {"ratio": r.ratio} for r in results],
+        }
+        Path(args.json_path).write_text(json.dumps(payload, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
