@@ -15,12 +15,13 @@ from typing import IO, Any
 
 from sqlalchemy import text
 
-from lantern import migrations, transfer
-from lantern.errors import SchemaMismatch
+from lantern import health, migrations, transfer
+from lantern.errors import NotFound, PolicyRefused, SchemaMismatch
 from lantern.evidence import EvidenceRepository
 from lantern.inspection import Inspection, inspect_store
 from lantern.location import StoreLocation, resolve
 from lantern.memory import MemoryRepository
+from lantern.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store import Store, create_store_engine, prepare_sqlite_file
 
 
@@ -51,27 +52,51 @@ class StoreStatus:
 class Lantern:
     """An open store. Use as a context manager, or call `close()`."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, scopes: ScopePolicy = UNRESTRICTED) -> None:
         self.store = store
-        self.memory = MemoryRepository(store)
+        self.scopes = scopes
+        self.memory = MemoryRepository(store, scopes)
         self.evidence = EvidenceRepository(store)
 
     @classmethod
     def open(
-        cls, db: str | os.PathLike[str] | None = None, *, require_current: bool = True
+        cls,
+        db: str | os.PathLike[str] | None = None,
+        *,
+        require_current: bool = True,
+        create: bool = True,
+        scopes: str | Iterable[str] | ScopePolicy | None = None,
+        read_only: bool = False,
     ) -> Lantern:
         """Open the store at a path or URL (default: `LANTERN_DB`, then the user data directory).
 
-        Where no store exists yet, one is created at the current schema. An existing store
-        that is behind (or ahead of) this Lantern is refused with `SchemaMismatch` unless
-        `require_current` is False, which `db status` and `db upgrade` use.
+        Where no store exists yet, one is created at the current schema, unless `create` is
+        False (`db check`, `db backup`): then a missing or empty store is `NotFound`, so that a
+        mistyped path is reported instead of checked or copied as a new empty store. An
+        existing store that is behind (or ahead of) this Lantern is refused with
+        `SchemaMismatch` unless `require_current` is False, which `db status` and `db upgrade`
+        use.
+
+        `scopes` confines `memory` to those scope patterns (see `lantern.scopes`); `read_only`
+        refuses every write (`PolicyRefused`), down to the database connections, and never
+        creates a store. Operations on the whole store (`inspect`, export, import, upgrade,
+        check, backup, rebuild-index) are refused on a scope-restricted Lantern.
         """
+        policy = scopes if isinstance(scopes, ScopePolicy) else ScopePolicy.of(scopes)
+        create = create and not read_only
         location = resolve(db)
         if location.path is not None:
+            if not create and not location.path.is_file():
+                raise NotFound(f"no store at {location.path}")
             prepare_sqlite_file(location.path)
-        store = Store(location, create_store_engine(location))
+        store = Store(
+            location, create_store_engine(location, read_only=read_only), read_only=read_only
+        )
         try:
             state = _state(store)
+            if state.empty and not create:
+                where = location.path or location.display_url
+                raise NotFound(f"no Lantern store at {where} (it is empty)")
             if state.empty:
                 migrations.upgrade(location, backup=False)
                 state = _state(store)
@@ -80,7 +105,7 @@ class Lantern:
         except BaseException:
             store.close()
             raise
-        return cls(store)
+        return cls(store, scopes=policy)
 
     def close(self) -> None:
         self.store.close()
@@ -114,10 +139,29 @@ class Lantern:
 
     def upgrade(self, *, backup: bool = True) -> migrations.UpgradeReport:
         """Bring the store to the current schema, backing up a SQLite file first."""
+        self._whole_store("upgrade")
+        if self.store.read_only:
+            raise PolicyRefused(f"{self.location.display_url} is open read-only; not upgraded")
         return migrations.upgrade(self.location, backup=backup)
+
+    def check(self) -> health.HealthReport:
+        """Check the store's health without changing it (`lantern db check`)."""
+        self._whole_store("check")
+        return health.check(self.store, url=self.location.display_url)
+
+    def rebuild_index(self) -> health.RebuildReport:
+        """Rebuild the full-text indexes and reference rows from their tables."""
+        self._whole_store("rebuild-index")
+        return health.rebuild_indexes(self.store)
+
+    def backup(self, target: str | os.PathLike[str], *, force: bool = False) -> health.BackupReport:
+        """A consistent copy of a live SQLite store at `target` (`lantern db backup`)."""
+        self._whole_store("backup")
+        return health.backup(self.store, target, force=force)
 
     def inspect(self) -> Inspection:
         """The store at a glance: where, how big, what schema, what it holds (`lantern inspect`)."""
+        self._whole_store("inspect")
         return inspect_store(
             self.store, url=self.location.display_url, size_bytes=_size_bytes(self.store)
         )
@@ -131,13 +175,23 @@ class Lantern:
         evidence: bool = True,
     ) -> transfer.TransferReport:
         """Write the store, or part of it, as JSON Lines (README, "Export format")."""
+        self._whole_store("export")
         return transfer.export_jsonl(
             self.store, out, scope=scope, memories=memories, evidence=evidence
         )
 
     def import_jsonl(self, source: IO[bytes]) -> transfer.TransferReport:
         """Add what an export holds and the store does not: idempotent, all or nothing."""
+        self._whole_store("import")
         return transfer.import_jsonl(self.store, source)
+
+    def _whole_store(self, operation: str) -> None:
+        """Refuse, on a scope-restricted Lantern, what would read or write every scope."""
+        if self.scopes.restricted:
+            raise PolicyRefused(
+                f"{operation} works on the whole store, and this one is restricted to the "
+                f"scopes {self.scopes.describe()}"
+            )
 
 
 def _state(store: Store) -> migrations.StoreState:

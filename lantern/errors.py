@@ -16,8 +16,10 @@ class LanternError(Exception):
     code = "error"
 
     def __init__(self, message: str) -> None:
-        # One line, always: a caller prints it as is.
-        super().__init__(" ".join(message.split()))
+        # One line, always, and printable as UTF-8: a caller prints it as is. A lone surrogate
+        # (an argument that was not valid UTF-8, echoed back) is shown as its escape.
+        line = " ".join(message.split())
+        super().__init__(line.encode("utf-8", "backslashreplace").decode("utf-8"))
 
     @property
     def message(self) -> str:

@@ -44,7 +44,14 @@ from lantern.chunking import DEFAULT_TARGET_SIZE, MIN_TARGET_SIZE, ChunkSpan, ch
 from lantern.chunkplan import assign_ordinals
 from lantern.errors import InvalidInput, NotFound
 from lantern.ids import chunk_id, source_id
-from lantern.ingest import FileText, directory_uri_prefix, path_of_uri, read_file, select_files
+from lantern.ingest import (
+    MAX_FILE_BYTES,
+    FileText,
+    directory_uri_prefix,
+    path_of_uri,
+    read_file,
+    select_files,
+)
 from lantern.models import chunk_entities, chunks, embeddings, entities, sources
 from lantern.query import ParsedQuery, parse_query
 from lantern.records import (
@@ -182,6 +189,10 @@ class EvidenceRepository:
         checked_uri = _uri(uri)
         body = _text(text)
         size = len(body.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            raise InvalidInput(
+                f"text is too large: {size} bytes, the limit is {MAX_FILE_BYTES} (split it)"
+            )
         document = _Document(
             uri=checked_uri,
             text=body,

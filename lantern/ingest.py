@@ -4,13 +4,14 @@ This module only touches the file system; the evidence repository decides what t
 
 * **What is walked.** Each path given is a file or a directory. Directories are walked
   recursively and deterministically: a directory's files in name order, then its
-  subdirectories in name order. A file named on the command line is always read (only a binary
-  or non-UTF-8 file is refused); the rules below apply to what a walk finds.
+  subdirectories in name order. A file named on the command line is always read (only a binary,
+  non-UTF-8 or too large file is refused); the rules below apply to what a walk finds.
 * **Left out on Lantern's own accord, and reported** (`skipped_paths`): version-control
   directories (`.git`, `.hg`, `.svn`), `node_modules`, virtual environments (a directory with a
   `pyvenv.cfg` or `conda-meta`), whatever a `.gitignore` excludes, binary files (a NUL byte),
   files that are not UTF-8 text, unreadable files and directories, special files (FIFOs,
-  sockets, devices), file names that are not UTF-8, and every symbolic link.
+  sockets, devices), file names that are not UTF-8, files larger than `MAX_FILE_BYTES` (checked
+  before anything is read, so a huge file costs no memory), and every symbolic link.
 * **Symbolic links are never followed inside a walk.** A link that points outside the walked
   directory would let an ingest read anywhere on the disk, and one that points inside it would
   ingest the same text twice; both are reported as skipped, with which one it was. Files are
@@ -29,6 +30,7 @@ This module only touches the file system; the evidence repository decides what t
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator, Sequence
@@ -42,16 +44,21 @@ from lantern.records import SkippedPath
 BINARY_SNIFF_BYTES = 8192
 """How much of a file is checked for a NUL byte before the rest is read (Git's heuristic)."""
 
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""The largest file (or standard input) an ingest takes. A source is chunked in memory and
+stored in one transaction, which peaks at about three times its size (measured: 190 MB for
+32 MB); larger texts are refused unread, so that memory stays bounded whatever is named."""
+
 _VCS_DIRECTORIES = frozenset({".git", ".hg", ".svn"})
 _VENV_MARKERS = ("pyvenv.cfg", "conda-meta")
 
 
 @dataclass(frozen=True, slots=True)
 class FoundFile:
-    """A regular file to read; `explicit` when it was named rather than found by a walk."""
+    """A regular file to read: named by the user (`root` is None), or found by a walk of `root`."""
 
     path: str
-    explicit: bool = False
+    root: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +122,7 @@ def select_files(
     seen: set[str] = set()
     for root, is_dir in roots:
         if not is_dir:
-            found = [FoundFile(root, explicit=True)]
+            found = [FoundFile(root)]
         else:
             selection.directories.append(root)
             walker = _Walker(root, include_spec, exclude_spec, selection.skipped)
@@ -131,13 +138,13 @@ def read_file(found: FoundFile) -> FileText | SkippedPath:
     """Read a file as UTF-8 text, or say why it was skipped (binary, not UTF-8, unreadable).
 
     The file is opened once and checked with `fstat`, so what is read is the regular file that
-    was checked. Only a file named explicitly may be reached through a symbolic link.
+    was checked. Only a file named explicitly may be reached through a symbolic link; a file
+    found by a walk is opened one path component at a time from its walked directory, none of
+    them followed if it is a link, so that a directory swapped for a link after the walk cannot
+    lead the read out of the tree.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not found.explicit:
-        flags |= os.O_NOFOLLOW
     try:
-        fd = os.open(found.path, flags)
+        fd = _open_file(found)
     except OSError as exc:
         return _unreadable(found.path, exc)
     with os.fdopen(fd, "rb") as handle:
@@ -145,12 +152,17 @@ def read_file(found: FoundFile) -> FileText | SkippedPath:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 return SkippedPath(display_path(found.path), "not a regular file")
+            if info.st_size > MAX_FILE_BYTES:
+                return _too_large(found.path, info.st_size)
             head = handle.read(BINARY_SNIFF_BYTES)
             if b"\x00" in head:
                 return SkippedPath(display_path(found.path), "binary")
-            data = head + handle.read()
+            # Bounded even if the file grows after the fstat.
+            data = head + handle.read(MAX_FILE_BYTES + 1 - len(head))
         except OSError as exc:
             return _unreadable(found.path, exc)
+    if len(data) > MAX_FILE_BYTES:
+        return _too_large(found.path, len(data))
     if b"\x00" in data:
         return SkippedPath(display_path(found.path), "binary")
     try:
@@ -160,13 +172,46 @@ def read_file(found: FoundFile) -> FileText | SkippedPath:
     return FileText(found.path, text, size=len(data), mtime=int(info.st_mtime))
 
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_file(found: FoundFile) -> int:
+    flags = os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC
+    if found.root is None:
+        return os.open(found.path, flags)
+    parts = os.path.relpath(found.path, found.root).split(os.sep)
+    directory = os.open(found.root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            try:
+                inner = os.open(
+                    part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC, dir_fd=directory
+                )
+            except NotADirectoryError:
+                if stat.S_ISLNK(os.lstat(part, dir_fd=directory).st_mode):
+                    # A directory of the walk became a link since: never go through it.
+                    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), found.path) from None
+                raise
+            os.close(directory)
+            directory = inner
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, dir_fd=directory)
+    finally:
+        os.close(directory)
+
+
+def _too_large(path: str, size: int) -> SkippedPath:
+    return SkippedPath(
+        display_path(path), f"too large ({size} bytes; the limit is {MAX_FILE_BYTES} bytes)"
+    )
+
+
 def display_path(path: str) -> str:
     """A path as printable text, even when its name holds bytes that are not UTF-8."""
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _unreadable(path: str, exc: OSError) -> SkippedPath:
-    if getattr(exc, "errno", None) == getattr(os, "ELOOP", -1):
+    if exc.errno == errno.ELOOP:
         return SkippedPath(display_path(path), "symlink (not followed)")
     return SkippedPath(display_path(path), f"unreadable: {exc.strerror or exc}")
 
@@ -309,7 +354,7 @@ class _Walker:
                     if self._enter(entry, ignores):
                         subdirectories.append((entry.path, ignores))
                 elif self._take(entry, ignores):
-                    yield FoundFile(entry.path)
+                    yield FoundFile(entry.path, root=self.root)
             stack.extend(reversed(subdirectories))
 
     def _entries(self, directory: str) -> list[os.DirEntry[str]]:

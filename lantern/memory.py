@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Row, bindparam, delete, or_, select, union_al
 
 from lantern import history, memory_refs, memory_search, validation
 from lantern.dialect import insert_ignoring_conflicts
-from lantern.errors import Conflict, InvalidInput, NotFound
+from lantern.errors import Conflict, InvalidInput, NotFound, PolicyRefused
 from lantern.ids import memory_id
 from lantern.memory_filters import (
     LIST_ORDER,
@@ -47,6 +47,7 @@ from lantern.records import (
     Page,
     freeze_refs,
 )
+from lantern.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store import Store, now, translate_errors
 
 __all__ = ["LIST_ORDER", "MemoryRepository"]
@@ -60,10 +61,16 @@ _MAX_CHAIN = 10_000  # a supersede chain longer than this is not a chain Lantern
 
 
 class MemoryRepository:
-    """Adds, revises, retires, forgets, finds and explains memory records in one store."""
+    """Adds, revises, retires, forgets, finds and explains memory records in one store.
 
-    def __init__(self, store: Store) -> None:
+    `scopes` confines every read and write to those scopes (`lantern.scopes`): each statement
+    that reads records, and each helper that fetches one by id, takes the policy, so a record
+    outside it is never returned, changed or named.
+    """
+
+    def __init__(self, store: Store, scopes: ScopePolicy = UNRESTRICTED) -> None:
         self._store = store
+        self._scopes = scopes
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
@@ -137,21 +144,22 @@ class MemoryRepository:
             supersedes_id=supersedes_id,
             source_refs=source_refs,
         )
+        self._scopes.check_write(record.scope)
         record_id = record.id
         refs = record.source_refs
         with self._write() as conn:
-            existing = _fetch(conn, record_id)
+            existing = _fetch(conn, record_id, self._scopes)
             if existing is not None:
                 return existing, False
             old = None
             if supersedes_id is not None:
-                old = _require(conn, supersedes_id, for_update=True)
-                _check_supersedable(conn, old)
+                old = _require(conn, supersedes_id, self._scopes, for_update=True)
+                _check_supersedable(conn, old, self._scopes)
             if not allow_dangling:
                 memory_refs.require_resolvable(conn, refs)
             if not _insert(conn, record):
                 # Another writer stored the same memory between our look and our insert.
-                return _require(conn, record_id), False
+                return _require(conn, record_id, self._scopes), False
             if old is not None:
                 _retire(conn, old, record_id, at)
             return record, True
@@ -186,6 +194,10 @@ class MemoryRepository:
                 raise InvalidInput(f"record {position}: kind and content are required") from exc
             except InvalidInput as exc:
                 raise InvalidInput(f"record {position}: {exc.message}") from exc
+            try:
+                self._scopes.check_write(built[-1].scope)
+            except PolicyRefused as exc:
+                raise PolicyRefused(f"record {position}: {exc.message}") from exc
         with self._write() as conn:
             if not allow_dangling:
                 memory_refs.require_resolvable(
@@ -248,11 +260,11 @@ class MemoryRepository:
             )
         at = now()
         with self._write() as conn:
-            record = _require(conn, record_id, for_update=True)
+            record = _require(conn, record_id, self._scopes, for_update=True)
             if record.status == "superseded":
                 raise Conflict(
-                    f"memory {record_id} is superseded by {_successor_id(conn, record_id)}; "
-                    "update its successor instead"
+                    f"memory {record_id} is superseded by "
+                    f"{_successor_id(conn, record_id, self._scopes)}; update its successor instead"
                 )
             if adding or removing:
                 changes["source_refs"] = _edited_refs(record, adding, removing)
@@ -261,7 +273,7 @@ class MemoryRepository:
                     memory_refs.require_resolvable(conn, new_refs)
             if changes.get("content", record.content) != record.content:
                 twin = memory_id(record.scope, record.kind, changes["content"])
-                if twin != record_id and _fetch(conn, twin) is not None:
+                if twin != record_id and _fetch(conn, twin, self._scopes) is not None:
                     raise Conflict(f"an identical memory is already stored as {twin}")
             revised = _revised(record, changes, at)
             before, after = history.diff(record, revised)
@@ -313,10 +325,12 @@ class MemoryRepository:
             raise InvalidInput("give either an expiry time or no expiry, not both")
         new_expiry = validation.optional_timestamp("expires_at", expires_at)
         refs = None if source_refs is None else validation.source_refs(source_refs)
+        if given["scope"] is not None:
+            self._scopes.check_write(given["scope"])
         at = now()
         with self._write() as conn:
-            old = _require(conn, old_id, for_update=True)
-            _check_supersedable(conn, old)
+            old = _require(conn, old_id, self._scopes, for_update=True)
+            _check_supersedable(conn, old, self._scopes)
             fields = {
                 name: getattr(old, name) if value is None else value
                 for name, value in given.items()
@@ -327,7 +341,7 @@ class MemoryRepository:
                     f"the replacement would be identical to {old_id} (same scope, kind and "
                     "content); change one of them, or use memory update for the other fields"
                 )
-            if _fetch(conn, new_id) is not None:
+            if _fetch(conn, new_id, self._scopes) is not None:
                 raise Conflict(f"an identical memory is already stored as {new_id}")
             if refs is not None and not allow_dangling:
                 memory_refs.require_resolvable(conn, refs)
@@ -351,12 +365,13 @@ class MemoryRepository:
         """Retire a record without deleting it; archiving an archived record changes nothing."""
         at = now()
         with self._write() as conn:
-            record = _require(conn, record_id, for_update=True)
+            record = _require(conn, record_id, self._scopes, for_update=True)
             if record.status == "archived":
                 return record
             if record.status == "superseded":
                 raise Conflict(
-                    f"memory {record_id} is superseded by {_successor_id(conn, record_id)}; "
+                    f"memory {record_id} is superseded by "
+                    f"{_successor_id(conn, record_id, self._scopes)}; "
                     "a superseded record cannot be archived"
                 )
             return _set_status(conn, record, "archived", "archived", at)
@@ -365,12 +380,13 @@ class MemoryRepository:
         """Make an archived record active again; restoring an active record changes nothing."""
         at = now()
         with self._write() as conn:
-            record = _require(conn, record_id, for_update=True)
+            record = _require(conn, record_id, self._scopes, for_update=True)
             if record.status == "active":
                 return record
             if record.status == "superseded":
                 raise Conflict(
-                    f"memory {record_id} is superseded by {_successor_id(conn, record_id)}; "
+                    f"memory {record_id} is superseded by "
+                    f"{_successor_id(conn, record_id, self._scopes)}; "
                     "only an archived record can be restored"
                 )
             return _set_status(conn, record, "restored", "active", at)
@@ -384,7 +400,11 @@ class MemoryRepository:
         at = now()
         due = (
             select(table)
-            .where(table.c.status == "active", table.c.expires_at <= at)
+            .where(
+                table.c.status == "active",
+                table.c.expires_at <= at,
+                *self._scopes.clauses(self._store.dialect),
+            )
             .order_by(*LIST_ORDER)
         )
         if dry_run:
@@ -417,14 +437,22 @@ class MemoryRepository:
         """
         at = now()
         with self._write() as conn:
-            if _was_forgotten(conn, record_id) and _fetch(conn, record_id) is None:
+            if _fetch(conn, record_id, self._scopes) is None and _was_forgotten(
+                conn, record_id, self._scopes
+            ):
                 raise NotFound(f"memory record {record_id!r} was already forgotten")
-            record = _require(conn, record_id, for_update=True)
+            record = _require(conn, record_id, self._scopes, for_update=True)
             successor_row = conn.execute(
                 select(table).where(table.c.supersedes_id == record_id).with_for_update()
             ).first()
             if successor_row is not None:
                 successor = row_to_record(successor_row)
+                if not self._scopes.allows(successor.scope):
+                    # Forgetting would rewrite the successor's link, a write outside the scopes.
+                    raise PolicyRefused(
+                        f"memory {record_id} cannot be forgotten under a scope restriction: "
+                        "the record that superseded it is outside the allowed scopes"
+                    )
                 conn.execute(
                     update(table).where(table.c.id == successor.id).values(supersedes_id=None)
                 )
@@ -461,20 +489,21 @@ class MemoryRepository:
 
     def get(self, record_id: str) -> MemoryRecord:
         with self._store.read() as conn:
-            return _require(conn, record_id)
+            return _require(conn, record_id, self._scopes)
 
     def chain(self, record_id: str) -> MemoryChain:
         """A record with the records it replaced and those that replaced it, nearest first."""
         with self._store.read() as conn:
-            record = _require(conn, record_id)
-            replaces = _walk(conn, record.supersedes_id, table.c.id, table.c.supersedes_id)
+            record = _require(conn, record_id, self._scopes)
+            replaces = _walk(
+                conn, record.supersedes_id, table.c.id, table.c.supersedes_id, self._scopes
+            )
             replaced_by = _walk(
                 conn,
-                conn.execute(
-                    select(table.c.id).where(table.c.supersedes_id == record_id)
-                ).scalar_one_or_none(),
+                _successor(conn, record_id, self._scopes),
                 table.c.supersedes_id,
                 table.c.id,
+                self._scopes,
             )
         return MemoryChain(record=record, replaces=replaces, replaced_by=replaced_by)
 
@@ -485,8 +514,11 @@ class MemoryRepository:
         """
         with self._store.read() as conn:
             entries = history.read(conn, record_id)
+            if self._scopes.restricted and _fetch(conn, record_id, self._scopes) is None:
+                # No visible record: only what a forget left of one in the scopes remains.
+                entries = [e for e in entries if _forgotten_in(e, self._scopes)]
             if not entries:
-                _require(conn, record_id)
+                _require(conn, record_id, self._scopes)
             return entries
 
     def list(
@@ -554,7 +586,10 @@ class MemoryRepository:
         key = None if after is None else parse_cursor(after)
         at = now()
         with self._store.read() as conn:
-            where = filters.clauses(conn.dialect.name, at)
+            where = [
+                *filters.clauses(conn.dialect.name, at),
+                *self._scopes.clauses(conn.dialect.name),
+            ]
             if key is None:
                 stmt = select(table).where(*where).order_by(*LIST_ORDER)
                 stmt = stmt.limit(limit + 1).offset(offset)
@@ -638,7 +673,11 @@ class MemoryRepository:
         at = now()
         with self._store.read() as conn:
             source, match, score = memory_search.matching(conn.dialect.name, parsed)
-            where = [match, *filters.clauses(conn.dialect.name, at)]
+            where = [
+                match,
+                *filters.clauses(conn.dialect.name, at),
+                *self._scopes.clauses(conn.dialect.name),
+            ]
             if key is not None:
                 where.append(or_(*after_branches(key, all_statuses=filters.status == "all")))
             ordering = [*LIST_ORDER] if order == "policy" else [score.desc(), *LIST_ORDER]
@@ -660,7 +699,7 @@ class MemoryRepository:
     def check_refs(self) -> DanglingRefs:
         """`source` and `chunk` references that name nothing in the store any more."""
         with self._store.read() as conn:
-            return memory_refs.dangling(conn)
+            return memory_refs.dangling(conn, self._scopes.clauses(conn.dialect.name))
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -720,43 +759,72 @@ _SET_STATUS = (
 _INSERT: dict[str, Any] = {}
 
 
-def _fetch(conn: Connection, record_id: str, *, for_update: bool = False) -> MemoryRecord | None:
+def _fetch(
+    conn: Connection, record_id: str, scopes: ScopePolicy, *, for_update: bool = False
+) -> MemoryRecord | None:
+    """The record with this id, or None when there is none or it is outside `scopes`."""
     stmt = _BY_ID_FOR_UPDATE if for_update else _BY_ID
     row = conn.execute(stmt, {"record_id": record_id}).first()
-    return None if row is None else row_to_record(row)
+    if row is None:
+        return None
+    record = row_to_record(row)
+    return record if scopes.allows(record.scope) else None
 
 
-def _require(conn: Connection, record_id: str, *, for_update: bool = False) -> MemoryRecord:
+def _require(
+    conn: Connection, record_id: str, scopes: ScopePolicy, *, for_update: bool = False
+) -> MemoryRecord:
     if not isinstance(record_id, str) or not record_id.strip():
         raise NotFound("a memory id is required")
-    record = _fetch(conn, record_id, for_update=for_update)
+    record = _fetch(conn, record_id, scopes, for_update=for_update)
     if record is None:
         raise NotFound(f"no memory record with id {record_id!r}")
     return record
 
 
-def _was_forgotten(conn: Connection, record_id: str) -> bool:
-    return (
-        conn.execute(
-            select(memory_history.c.id)
-            .where(memory_history.c.record_id == record_id, memory_history.c.event == "forgotten")
-            .limit(1)
-        ).first()
-        is not None
+def _was_forgotten(conn: Connection, record_id: str, scopes: ScopePolicy) -> bool:
+    stmt = select(memory_history.c.changes).where(
+        memory_history.c.record_id == record_id, memory_history.c.event == "forgotten"
+    )
+    if not scopes.restricted:
+        return conn.execute(stmt.limit(1)).first() is not None
+    # A forgotten entry keeps the record's scope (in `before`), and nothing else does.
+    return any(
+        (scope := _forgotten_scope(changes)) is not None and scopes.allows(scope)
+        for changes in conn.execute(stmt).scalars()
     )
 
 
-def _successor_id(conn: Connection, record_id: str) -> str:
-    successor = conn.execute(
-        select(table.c.id).where(table.c.supersedes_id == record_id)
-    ).scalar_one_or_none()
-    return successor or "a record that no longer exists"
+def _forgotten_scope(changes: Any) -> str | None:
+    before = changes.get("before") if isinstance(changes, Mapping) else None
+    scope = before.get("scope") if isinstance(before, Mapping) else None
+    return scope if isinstance(scope, str) else None
 
 
-def _check_supersedable(conn: Connection, old: MemoryRecord) -> None:
+def _forgotten_in(entry: HistoryEntry, scopes: ScopePolicy) -> bool:
+    """A `forgotten` entry of a record whose scope `scopes` admits."""
+    scope = _forgotten_scope(entry.changes)
+    return entry.event == "forgotten" and scope is not None and scopes.allows(scope)
+
+
+def _successor(conn: Connection, record_id: str, scopes: ScopePolicy) -> str | None:
+    """The id of the record that superseded this one, if there is one inside `scopes`."""
+    row = conn.execute(
+        select(table.c.id, table.c.scope).where(table.c.supersedes_id == record_id)
+    ).one_or_none()
+    return row.id if row is not None and scopes.allows(row.scope) else None
+
+
+def _successor_id(conn: Connection, record_id: str, scopes: ScopePolicy) -> str:
+    return _successor(conn, record_id, scopes) or "a record that no longer exists"
+
+
+def _check_supersedable(conn: Connection, old: MemoryRecord, scopes: ScopePolicy) -> None:
     """A record is replaced at most once."""
     if old.status == "superseded":
-        raise Conflict(f"memory {old.id} is already superseded by {_successor_id(conn, old.id)}")
+        raise Conflict(
+            f"memory {old.id} is already superseded by {_successor_id(conn, old.id, scopes)}"
+        )
 
 
 _ADD_FIELDS = frozenset(
@@ -938,13 +1006,16 @@ def _revised(record: MemoryRecord, changes: Mapping[str, Any], at: int) -> Memor
     return dataclasses.replace(revised, updated_at=at) if revised != record else record
 
 
-def _walk(conn: Connection, start: str | None, match: Any, follow: Any) -> tuple[str, ...]:
+def _walk(
+    conn: Connection, start: str | None, match: Any, follow: Any, scopes: ScopePolicy
+) -> tuple[str, ...]:
     """Follow supersede links from `start`: each step reads `follow` where `match` is the
     previous id. Stops at the end of the chain (or at a loop, which only a hand-edited store
-    could hold)."""
+    could hold), and at a row outside `scopes`, exactly as at a row that does not exist."""
     found: list[str] = []
     current = start
     while current is not None and current not in found and len(found) < _MAX_CHAIN:
         found.append(current)
-        current = conn.execute(select(follow).where(match == current)).scalar_one_or_none()
+        row = conn.execute(select(follow, table.c.scope).where(match == current)).one_or_none()
+        current = row[0] if row is not None and scopes.allows(row.scope) else None
     return tuple(found)

@@ -9,7 +9,7 @@ URLs, files and free-form objects are stored as given.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -127,11 +127,17 @@ def _dangling_select() -> Select[Any]:
     )
 
 
-def dangling(conn: Connection) -> list[DanglingRef]:
-    """Every `source`/`chunk` reference whose target is gone, by record, type and id."""
+def dangling(conn: Connection, records: Sequence[ColumnElement[bool]] = ()) -> list[DanglingRef]:
+    """Every `source`/`chunk` reference whose target is gone, by record, type and id.
+
+    `records` (conditions on `memory_records`) keeps only the references of those records,
+    which is how a scope restriction applies here.
+    """
     stmt = _dangling_select().order_by(
         memory_refs.c.record_id, memory_refs.c.ref_type, memory_refs.c.ref_id
     )
+    if records:
+        stmt = stmt.where(memory_refs.c.record_id.in_(select(memory_records.c.id).where(*records)))
     return [DanglingRef(record_id=row[0], type=row[1], id=row[2]) for row in conn.execute(stmt)]
 
 

@@ -13,6 +13,7 @@ all in one transaction.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import sys
@@ -309,19 +310,54 @@ def backup_sqlite(path: Path) -> Path:
     while target.exists():
         counter += 1
         target = path.with_name(f"{path.name}.backup-{stamp}-{counter}")
-    try:
-        fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        os.close(fd)
-        source = sqlite3.connect(path)
-        try:
-            destination = sqlite3.connect(target)
-            try:
-                source.backup(destination)
-            finally:
-                destination.close()
-        finally:
-            source.close()
-    except (OSError, sqlite3.Error) as exc:
-        target.unlink(missing_ok=True)
-        raise StoreIOError(f"could not back up {path} to {target}: {exc}") from exc
+    copy_sqlite(path, target)
     return target
+
+
+def copy_sqlite(source: Path, target: Path, *, replace: bool = False) -> None:
+    """Copy a live SQLite database, its write-ahead log included, to `target` (mode 0600).
+
+    The online-backup API copies one consistent snapshot in one step under a read lock, which
+    never blocks writers, through a read-only connection, which never checkpoints the source.
+    The copy is written under a temporary name beside `target`, checked with `quick_check`,
+    flushed to disk and only then renamed, so that a crash or a full disk never leaves a partial
+    file under the final name. An existing `target` is replaced only when `replace` is set.
+    """
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    try:
+        fd = os.open(partial, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+        reader = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True)
+        try:
+            copy = sqlite3.connect(partial)
+            try:
+                reader.backup(copy)
+                verdict = copy.execute("PRAGMA quick_check").fetchone()[0]
+            finally:
+                copy.close()
+        finally:
+            reader.close()
+        if verdict != "ok":
+            raise sqlite3.DatabaseError(f"the copy failed its check: {verdict}")
+        _fsync(partial)
+        if replace:
+            os.replace(partial, target)
+        else:
+            os.link(partial, target)  # fails, rather than replaces, when target exists
+            partial.unlink()
+        _fsync(target.parent)
+    except (OSError, sqlite3.Error) as exc:
+        for leftover in (partial, *(partial.with_name(partial.name + s) for s in ("-wal", "-shm"))):
+            leftover.unlink(missing_ok=True)
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "disk is full" in detail:
+            detail = "the disk is full; free some space and retry"
+        raise StoreIOError(f"could not back up {source} to {target}: {detail}") from exc
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -62,6 +62,9 @@ _CHUNK_ROWID: ColumnClause[Any] = literal_column("chunks.rowid")
 _TSVECTOR: ColumnClause[Any] = literal_column("chunks.text_tsv")
 _SIMPLE: ColumnClause[Any] = literal_column("'simple'::regconfig")
 
+_SYNTAX_ERROR = "42601"
+"""PostgreSQL's SQLSTATE for a syntax error, which a malformed `to_tsquery` argument raises."""
+
 # What the engines say about a malformed raw query (the first line of the driver's message).
 _QUERY_ERRORS = (
     "fts5:",
@@ -210,5 +213,9 @@ def _is_query_error(exc: DBAPIError) -> bool:
     orig = exc.orig
     if isinstance(orig, sqlite3.Error) and not isinstance(orig, sqlite3.OperationalError):
         return False
+    if getattr(orig, "sqlstate", None) == _SYNTAX_ERROR:
+        # PostgreSQL words some tsquery errors without "syntax" ('there is no escaped
+        # character'); their SQLSTATE says what they are.
+        return True
     lowered = _first_line(exc).lower()
     return any(marker in lowered for marker in _QUERY_ERRORS)

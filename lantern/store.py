@@ -25,6 +25,7 @@ from lantern.errors import (
     LanternError,
     MissingDependency,
     NotAStore,
+    PolicyRefused,
     StoreBusy,
     StoreIOError,
 )
@@ -59,9 +60,11 @@ def now() -> int:
 class Store:
     """An open store: one engine, and the transactions every repository call runs in."""
 
-    def __init__(self, location: StoreLocation, engine: Engine) -> None:
+    def __init__(self, location: StoreLocation, engine: Engine, *, read_only: bool = False) -> None:
         self.location = location
         self.engine = engine
+        # Read-only (`lantern mcp --read-only`): `write()` refuses to open a transaction.
+        self.read_only = read_only
         self._write_engine = engine.execution_options(**{_WRITE_OPTION: True})
 
     @property
@@ -76,20 +79,46 @@ class Store:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A write transaction: all of it commits or none of it does."""
+        """A write transaction: all of it commits or none of it does.
+
+        A read-only store refuses here, below every repository, so that no write can happen
+        whichever call asks for one.
+        """
+        if self.read_only:
+            where = self.location.path or self.location.display_url
+            raise PolicyRefused(f"the store at {where} is open read-only; nothing was written")
         with translate_errors(self.location), self._write_engine.begin() as conn:
             yield conn
+
+    @contextmanager
+    def probe(self) -> Iterator[Connection]:
+        """A write transaction that is always rolled back, whatever happens inside it.
+
+        For checks that SQLite words as writes (FTS5's `integrity-check` is an `INSERT`): they
+        take the write lock like a writer, and the rollback guarantees the file is not changed.
+        """
+        with translate_errors(self.location), self._write_engine.connect() as conn:
+            transaction = conn.begin()
+            try:
+                yield conn
+            finally:
+                transaction.rollback()
 
     def close(self) -> None:
         self.engine.dispose()
 
 
-def create_store_engine(location: StoreLocation) -> Engine:
-    """An engine configured for Lantern's durability and concurrency rules."""
+def create_store_engine(location: StoreLocation, *, read_only: bool = False) -> Engine:
+    """An engine configured for Lantern's durability and concurrency rules.
+
+    `read_only` also makes the database refuse writes on every connection (SQLite's
+    `query_only`, PostgreSQL's read-only transactions): a second guard behind `Store.write`.
+    """
     if location.path is not None:
-        return _sqlite_engine(location)
+        return _sqlite_engine(location, read_only=read_only)
+    options = {"postgresql_readonly": True} if read_only else {}
     try:
-        engine = create_engine(location.url, pool_pre_ping=True)
+        engine = create_engine(location.url, pool_pre_ping=True, execution_options=options)
     except NoSuchModuleError as exc:
         raise MissingDependency(
             "PostgreSQL support needs the psycopg driver: pip install 'lantern[postgres]'"
@@ -101,7 +130,7 @@ def create_store_engine(location: StoreLocation) -> Engine:
     return engine
 
 
-def _sqlite_engine(location: StoreLocation) -> Engine:
+def _sqlite_engine(location: StoreLocation, *, read_only: bool = False) -> Engine:
     engine = create_engine(location.url, connect_args={"timeout": busy_timeout()})
 
     @event.listens_for(engine, "connect")
@@ -110,6 +139,8 @@ def _sqlite_engine(location: StoreLocation) -> Engine:
         dbapi_connection.isolation_level = None
         dbapi_connection.execute("PRAGMA foreign_keys = ON")
         dbapi_connection.execute("PRAGMA synchronous = NORMAL")
+        if read_only:
+            dbapi_connection.execute("PRAGMA query_only = ON")
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
@@ -146,16 +177,28 @@ def prepare_sqlite_file(path: Path) -> bool:
 
 @contextmanager
 def translate_errors(location: StoreLocation) -> Iterator[None]:
-    """Turn driver errors a user can cause into `LanternError`s with one-line messages."""
+    """Turn driver errors a user can cause into `LanternError`s with one-line messages.
+
+    Raw `sqlite3` errors are translated too: a few statements (checkpoints, the journal mode)
+    run on the driver connection itself, outside SQLAlchemy's wrapping.
+    """
     try:
         yield
-    except DBAPIError as exc:
+    except (DBAPIError, sqlite3.Error) as exc:
         raise translate(exc, location) from exc
+    except UnicodeEncodeError as exc:
+        # A value bound to a statement that cannot be UTF-8 (a lone surrogate, as a command
+        # line that is not valid UTF-8 gives): the drivers refuse it before the database sees it.
+        raise InvalidInput(
+            f"a value given is not valid UTF-8 text: {exc.object[exc.start : exc.end]!r} "
+            "cannot be encoded"
+        ) from exc
 
 
-def translate(exc: DBAPIError, location: StoreLocation) -> LanternError:
+def translate(exc: DBAPIError | sqlite3.Error, location: StoreLocation) -> LanternError:
     where = str(location.path) if location.path else location.display_url
-    detail = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    detail = (str(orig).strip() or type(orig).__name__).splitlines()[0]
     lowered = detail.lower()
     if "locked" in lowered or "could not obtain lock" in lowered or "lock timeout" in lowered:
         return StoreBusy(
@@ -167,13 +210,42 @@ def translate(exc: DBAPIError, location: StoreLocation) -> LanternError:
     if "readonly" in lowered or "read-only" in lowered:
         return StoreIOError(f"the store at {where} is read-only: {detail}")
     if "disk i/o error" in lowered:
+        name = getattr(orig, "sqlite_errorname", None)
+        detail = f"{detail}, {name}" if name else detail
+        if location.path is not None and _nearly_full(location.path):
+            # A full disk often shows as an I/O error: growing the -shm file, say, fails so.
+            return StoreIOError(
+                f"the disk holding {where} is full; free some space and retry ({detail})"
+            )
         return StoreIOError(f"I/O error on the store at {where}: {detail}")
     if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
         return NotAStore(f"{where} is not a Lantern store, or it is corrupt ({detail})")
     if "unable to open" in lowered:
+        if location.path is not None and _cannot_write_beside(location.path):
+            # SQLite must create the -wal and -shm files beside a WAL store, even to read it.
+            return StoreIOError(
+                f"the store at {where} is on a read-only file system or in a directory that "
+                f"cannot be written ({detail})"
+            )
         return NotAStore(f"cannot open the store at {where} ({detail})")
     if "connection" in lowered and ("refused" in lowered or "failed" in lowered):
         return NotAStore(f"cannot connect to the store at {where} ({detail})")
     if "check constraint" in lowered or "violates check" in lowered:
         return InvalidInput(f"the store refused a value: {detail}")
     return LanternError(f"database error on {where}: {detail}")
+
+
+def _nearly_full(path: Path) -> bool:
+    """True when the file system holding the store has less than 1 MiB left for us."""
+    try:
+        stats = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return stats.f_bavail * stats.f_frsize < 1024 * 1024
+
+
+def _cannot_write_beside(path: Path) -> bool:
+    """True when the store file exists but it or its directory cannot be written."""
+    return path.exists() and not (
+        os.access(path, os.W_OK) and os.access(path.parent, os.W_OK | os.X_OK)
+    )

@@ -10,9 +10,9 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import DBAPIError
 
 from lantern.api import Lantern
-from lantern.errors import NotAStore, StoreIOError
+from lantern.errors import InvalidInput, NotAStore, StoreBusy, StoreIOError
 from lantern.location import resolve
-from lantern.store import translate
+from lantern.store import translate, translate_errors
 from tests.helpers import lantern_process
 
 
@@ -86,3 +86,59 @@ def test_driver_errors_become_lantern_errors(tmp_path: Path) -> None:
         _driver_error(garbage, "SELECT * FROM sqlite_master"), resolve(str(garbage))
     )
     assert isinstance(not_store, NotAStore) and not_store.exit_code == 4
+
+
+def test_raw_driver_errors_are_translated_too(tmp_path: Path) -> None:
+    """Checkpoints and the journal mode run on the sqlite3 connection itself."""
+    location = resolve(str(tmp_path / "store.db"))
+    with pytest.raises(StoreBusy), translate_errors(location):
+        raise sqlite3.OperationalError("database is locked")
+
+
+def test_a_full_disk_that_sqlite_reports_as_an_io_error_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    location = resolve(str(tmp_path / "store.db"))
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"  # type: ignore[attr-defined]
+    monkeypatch.setattr("lantern.store._nearly_full", lambda _path: True)
+    full = translate(error, location)
+    assert isinstance(full, StoreIOError)
+    assert full.message == (
+        f"the disk holding {location.path} is full; free some space and retry "
+        "(disk I/O error, SQLITE_IOERR_SHMSIZE)"
+    )
+    monkeypatch.setattr("lantern.store._nearly_full", lambda _path: False)
+    assert translate(error, location).message.startswith("I/O error on the store at")
+
+
+def test_a_store_that_cannot_be_opened_for_want_of_write_access_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "store.db"
+    Lantern.open(path).close()
+    error = sqlite3.OperationalError("unable to open database file")
+    monkeypatch.setattr("lantern.store._cannot_write_beside", lambda _path: True)
+    read_only = translate(error, resolve(str(path)))
+    assert isinstance(read_only, StoreIOError) and "read-only file system" in read_only.message
+    monkeypatch.setattr("lantern.store._cannot_write_beside", lambda _path: False)
+    assert isinstance(translate(error, resolve(str(path))), NotAStore)
+
+
+def test_arguments_that_are_not_utf8_are_bad_input_not_crashes(db_path: Path) -> None:
+    """A command line of invalid UTF-8 reaches Python as lone surrogates."""
+    Lantern.open(db_path).close()
+    for args in (["memory", "show", b"\xff".decode("utf-8", "surrogateescape")],
+                 ["source", "show", "file:///x\udcfe", "--json"]):  # fmt: skip
+        result = lantern_process("--db", str(db_path), *args)
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.startswith("Error: a value given is not valid UTF-8 text: '\\udc")
+        assert "unexpected" not in result.stderr
+    with Lantern.open(db_path) as lt, pytest.raises(InvalidInput, match="not valid UTF-8"):
+        lt.memory.get("mem_\ud800")
+
+
+def test_error_messages_are_printable_utf8() -> None:
+    assert InvalidInput("no memory record with id 'a\udcffb'").message == (
+        "no memory record with id 'a\\udcffb'"
+    )

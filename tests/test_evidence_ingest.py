@@ -494,11 +494,12 @@ def test_unreadable_files_are_skipped(
     write(files / "open.md", "fine")
     real_open = os.open
 
-    def refusing_open(path: str, flags: int, *args: int) -> int:
-        # Permissions would do, but not for root, whom every file lets in.
-        if path == str(locked):
+    def refusing_open(path: str, flags: int, *args: int, **kwargs: int) -> int:
+        # Permissions would do, but not for root, whom every file lets in. A walked file is
+        # opened by name relative to its directory (dir_fd).
+        if path == str(locked) or ("dir_fd" in kwargs and path == locked.name):
             raise PermissionError(13, "Permission denied", path)
-        return real_open(path, flags, *args)
+        return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", refusing_open)
     summary = lt.evidence.ingest_path(files)
@@ -597,3 +598,18 @@ def test_bad_input_is_refused_and_changes_nothing(
         call(lt, files)  # type: ignore[operator]
     assert "\n" not in str(raised.value)
     assert lt.evidence.list_sources() == []
+
+
+def test_files_over_the_size_limit_are_skipped_unread(
+    lt: Lantern, files: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("lantern.ingest.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("lantern.evidence.MAX_FILE_BYTES", 100)
+    big = write(files / "big.md", "x" * 200)
+    write(files / "small.md", "fine")
+    summary = lt.evidence.ingest_path(files)
+    reason = "too large (200 bytes; the limit is 100 bytes)"
+    assert summary.skipped_paths == (SkippedPath(str(big), reason),)
+    assert lt.evidence.ingest_path(big).skipped_paths == (SkippedPath(str(big), reason),)
+    with pytest.raises(InvalidInput, match="text is too large: 101 bytes, the limit is 100"):
+        lt.evidence.ingest_text("tool://big", "y" * 101)

@@ -17,6 +17,7 @@ from lantern import __version__
 from lantern.cli.db import db
 from lantern.cli.evidence import chunk, ingest, search, source
 from lantern.cli.inspect import inspect
+from lantern.cli.mcp_command import mcp
 from lantern.cli.memory import memory
 from lantern.cli.output import report_error
 from lantern.cli.transfer import export, import_
@@ -84,6 +85,7 @@ cli.add_command(ingest)
 cli.add_command(search)
 cli.add_command(source)
 cli.add_command(chunk)
+cli.add_command(mcp)
 
 
 def main() -> None:

@@ -10,10 +10,14 @@ if TYPE_CHECKING:
     from lantern.api import Lantern
 
 
-def open_lantern(ctx: click.Context, *, require_current: bool = True) -> Lantern:
+def open_lantern(
+    ctx: click.Context, *, require_current: bool = True, create: bool = True
+) -> Lantern:
     # Imported here so that `lantern --help` does not load SQLAlchemy.
     from lantern.api import Lantern
 
-    lantern = Lantern.open(ctx.find_root().obj["db"], require_current=require_current)
+    lantern = Lantern.open(
+        ctx.find_root().obj["db"], require_current=require_current, create=create
+    )
     ctx.call_on_close(lantern.close)
     return lantern

@@ -1,4 +1,4 @@
-"""`lantern db ...`: where the store is, and upgrading stores made by older versions."""
+"""`lantern db ...`: where the store is, upgrading it, checking it, and copying it."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import emit_json, json_option, note
+from lantern.errors import NotAStore
 
 
 @click.group()
 def db() -> None:
-    """The store itself: status and schema upgrades.
+    """The store itself: status, schema upgrades, health checks and backups.
 
     lantern db status
     """
@@ -67,3 +68,74 @@ def upgrade_command(ctx: click.Context, no_backup: bool, as_json: bool) -> None:
         click.echo(f"upgraded {report.from_revision} -> {report.to_revision}")
     else:
         click.echo(f"already at {report.to_revision}; nothing to do")
+
+
+@db.command("check")
+@json_option
+@click.pass_context
+def check_command(ctx: click.Context, as_json: bool) -> None:
+    """Check the store's health; change nothing. Exit 0 when healthy, 4 otherwise.
+
+    Checks page integrity, foreign keys, the schema revision and its tables, leftover
+    migration tables, the full-text indexes against their tables, the reference rows, and
+    references whose evidence is gone. Each problem is listed.
+
+        lantern db check --json
+    """
+    report = open_lantern(ctx, require_current=False, create=False).check()
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        for result in report.checks:
+            click.echo(f"{result.name + ':':<21}{result.status}")
+            for problem in result.problems:
+                click.echo(f"  {problem}")
+    if not report.healthy:
+        # Not raised: with --json the report above is the whole of stdout.
+        count = len(report.problems)
+        click.echo(
+            f"Error: the store at {report.path or report.url} is not healthy: {count} "
+            f"problem{'s' if count != 1 else ''} ({report.problems[0]})",
+            err=True,
+        )
+        ctx.exit(NotAStore.exit_code)
+
+
+@db.command("rebuild-index")
+@json_option
+@click.pass_context
+def rebuild_index_command(ctx: click.Context, as_json: bool) -> None:
+    """Rebuild the full-text indexes and reference rows from their tables.
+
+    For when `db check` finds an index that disagrees with its table. One transaction.
+
+        lantern db rebuild-index
+    """
+    report = open_lantern(ctx).rebuild_index()
+    if as_json:
+        emit_json(report.to_json())
+        return
+    click.echo(
+        f"rebuilt {', '.join(report.indexes)} from {report.chunks} chunks, "
+        f"{report.memories} memory records and {report.references} references"
+    )
+
+
+@db.command("backup")
+@click.argument("path", metavar="PATH")
+@click.option("--force", is_flag=True, help="Replace PATH if it exists.")
+@json_option
+@click.pass_context
+def backup_command(ctx: click.Context, path: str, force: bool, as_json: bool) -> None:
+    """Copy a SQLite store, while it is in use, to PATH (owner-only, WAL content included).
+
+    The copy is one consistent snapshot, checked before it is moved into place. PostgreSQL
+    stores are backed up with pg_dump (or `lantern export`).
+
+        lantern db backup ~/backups/lantern-$(date +%F).db
+    """
+    report = open_lantern(ctx, require_current=False, create=False).backup(path, force=force)
+    if as_json:
+        emit_json(report.to_json())
+        return
+    click.echo(f"backed up the store to {report.path} ({report.size_bytes} bytes)")

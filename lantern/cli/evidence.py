@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, note, when
-from lantern.errors import InvalidInput
+from lantern.cli.output import emit_json, json_option, note, read_stdin, when
 from lantern.records import IngestSummary
 
 if TYPE_CHECKING:
@@ -293,11 +292,10 @@ class _ProgressBar:
 
 
 def _read_stdin() -> str:
-    data = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InvalidInput("standard input is not valid UTF-8 text") from exc
+    # The limit lives in lantern.ingest, which is not imported for --help.
+    from lantern.ingest import MAX_FILE_BYTES
+
+    return read_stdin(MAX_FILE_BYTES, "evidence", encoding="utf-8-sig")
 
 
 def _offset(value: int | None) -> str:

@@ -6,7 +6,6 @@ rule (validation, state changes, ordering) lives in `lantern.memory`.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -18,13 +17,14 @@ from lantern.cli.output import (
     json_option,
     list_records,
     note,
+    read_stdin,
     ref_text,
     show_record,
     when,
 )
 from lantern.errors import InvalidInput
 from lantern.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
-from lantern.validation import MEMORY_KINDS, SEARCH_ORDERS, STATUS_FILTERS
+from lantern.validation import MAX_CONTENT_CHARS, MEMORY_KINDS, SEARCH_ORDERS, STATUS_FILTERS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -616,8 +616,5 @@ def _names(*mappings: Any) -> Sequence[str]:
 
 
 def _read_stdin() -> str:
-    data = sys.stdin.buffer.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidInput("standard input is not valid UTF-8 text") from exc
+    # Four bytes per character at most: past that, the content is surely over its limit.
+    return read_stdin(4 * MAX_CONTENT_CHARS, f"memory content ({MAX_CONTENT_CHARS} characters)")

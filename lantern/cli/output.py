@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import click
 
-from lantern.errors import LanternError
+from lantern.errors import InvalidInput, LanternError
 from lantern.records import MemoryRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -33,6 +34,17 @@ def json_option(func: F) -> F:
         help="Print JSON on stdout (the documented, stable format).",
     )
     return option(func)
+
+
+def read_stdin(limit_bytes: int, what: str, *, encoding: str = "utf-8") -> str:
+    """Standard input as text, refused past `limit_bytes` without reading more than that."""
+    data = sys.stdin.buffer.read(limit_bytes + 1)
+    if len(data) > limit_bytes:
+        raise InvalidInput(f"standard input is larger than the {limit_bytes}-byte limit for {what}")
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("standard input is not valid UTF-8 text") from exc
 
 
 def wants_json(ctx: click.Context) -> bool:

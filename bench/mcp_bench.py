@@ -1,0 +1,291 @@
+"""MCP over stdio: `lantern mcp` beside the SDK's own floor, measured by the SDK's client in the
+same run.
+
+    from mcp_bench import bench_mcp           # with bench/ on sys.path, as for bench/run.py
+    rows = bench_mcp(work, sizes=[10_000, 100_000], repeat=200)
+
+    python bench/mcp_bench.py --sizes 10000 --repeat 200     # on its own, printing a table
+
+What each row measures (milliseconds, median and 95th percentile):
+
+- `mcp add` / `mcp list (top 50, one scope)` / `mcp search (1-3 words, top 20)`: one
+  `call_tool` round trip, from the client's call to its parsed result, against a server on a
+  store of N records; beside the floor, `bench/mcp_floor_server.py` (the same SDK server and
+  transport, one tool returning a constant). Calls to the two servers alternate, so both see the
+  same machine. Each add stores a new record (one commit). Under each, `the API alone` is the
+  same call made in process through `Lantern` on the same store, sampled in the same loop: the
+  difference between the two rows is what MCP adds (transport, checking, rendering).
+- `mcp start to initialize answered` and `mcp start to first tool result`: spawning
+  `lantern mcp` until the handshake is answered, and until a first `lantern_memory_list`
+  returns; beside `python -c "import mcp"` in a fresh interpreter, what any server on the SDK
+  pays before it can answer. `mcp floor start to first tool result` is the floor server's.
+
+Rows are dicts with the fields of `bench/run.py`'s `Result`: the floor is in `raw_p50` and
+`raw_p95`. Stores are SQLite files, built deterministically through `add_many` (so their
+search and history rows exist as Lantern writes them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from lantern import Lantern
+
+HERE = Path(__file__).resolve().parent
+KINDS = ("fact", "preference", "goal", "constraint", "task_state", "observation", "hypothesis")
+WORDS = (  # noqa: SIM905 - a word list is easier to read as text
+    "agent memory store record scope priority branch deploy review build test release note "
+    "user project host config cache index query search result evidence source chunk session "
+    "plan goal task state change update archive policy order time value field check error "
+    "fix data file path line code module function class method option command output input "
+    "log prefer always never before after first last small large fast slow local remote shared"
+).split()
+BUSY_SCOPE = "project:p000"
+Row = dict[str, Any]
+Call = Callable[[int], tuple[str, dict[str, Any]]]
+
+
+# --- stores ------------------------------------------------------------------------------------
+
+
+def records(n: int, seed: int = 7) -> Iterator[dict[str, object]]:
+    """100 scopes with a skewed (Zipf) distribution, all kinds, 50-300 characters of words."""
+    rng = random.Random(seed)
+    scopes = [f"project:p{i:03d}" for i in range(100)]
+    weights = [1 / (rank + 1) for rank in range(100)]
+    for i in range(n):
+        length = rng.randint(50, 300)
+        words: list[str] = []
+        while sum(len(word) + 1 for word in words) < length:
+            words.append(rng.choice(WORDS))
+        yield {
+            "kind": KINDS[i % len(KINDS)],
+            "scope": rng.choices(scopes, weights)[0],
+            "content": " ".join(words).capitalize() + f". #{i}",
+            "priority": rng.randint(0, 100),
+            "urgency": rng.randint(0, 100),
+            "confidence": round(rng.random(), 2),
+        }
+
+
+def build_store(path: Path, n: int) -> None:
+    with Lantern.open(path) as lt:
+        batch: list[dict[str, object]] = []
+        for fields in records(n):
+            batch.append(fields)
+            if len(batch) == 10_000:
+                lt.memory.add_many(batch)
+                batch = []
+        if batch:
+            lt.memory.add_many(batch)
+
+
+def queries(count: int, seed: int = 5) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.sample(WORDS, rng.randint(1, 3))) for _ in range(count)]
+
+
+# --- servers -----------------------------------------------------------------------------------
+
+
+def lantern_server(store: Path) -> StdioServerParameters:
+    executable = Path(sys.executable).with_name("lantern")
+    command, prefix = (
+        (str(executable), []) if executable.exists() else (sys.executable, ["-m", "lantern"])
+    )
+    return StdioServerParameters(
+        command=command, args=[*prefix, "mcp"], env={"LANTERN_DB": str(store)}
+    )
+
+
+def floor_server() -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=[str(HERE / "mcp_floor_server.py")])
+
+
+@asynccontextmanager
+async def session(params: StdioServerParameters) -> AsyncIterator[ClientSession]:
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        await client.list_tools()  # the client's own first listing stays out of the samples
+        yield client
+
+
+async def timed_call(client: ClientSession, name: str, arguments: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    result = await client.call_tool(name, arguments)
+    elapsed = (time.perf_counter() - start) * 1000
+    if result.is_error:
+        raise RuntimeError(f"{name} failed: {result.content}")
+    return elapsed
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[
+        min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))
+    ]
+
+
+def row(operation: str, n: int, own: list[float], floor: list[float]) -> Row:
+    own_p50, own_p95 = percentiles(own)
+    floor_p50, floor_p95 = percentiles(floor)
+    return {
+        "operation": operation,
+        "n": n,
+        "lantern_p50": own_p50,
+        "lantern_p95": own_p95,
+        "raw_p50": floor_p50,
+        "raw_p95": floor_p95,
+        "unit": "ms",
+    }
+
+
+# --- measurements ------------------------------------------------------------------------------
+
+
+async def round_trips(store: Path, n: int, repeat: int) -> list[Row]:
+    searches = queries(repeat + 20)
+    # (label, the tool call for sample i, the same call through the Python API)
+    operations: list[tuple[str, Call, Callable[[Lantern, int], object]]] = [
+        (
+            "add",
+            lambda i: (
+                "lantern_memory_add",
+                {"kind": "fact", "scope": "bench:mcp", "content": f"mcp bench add {n} {i}"},
+            ),
+            lambda lt, i: lt.memory.add(
+                kind="fact", scope="bench:api", content=f"api bench add {n} {i}"
+            ),
+        ),
+        (
+            "list (top 50, one scope)",
+            lambda i: ("lantern_memory_list", {"scope": [BUSY_SCOPE], "limit": 50}),
+            lambda lt, i: lt.memory.list(scope=[BUSY_SCOPE], limit=50),
+        ),
+        (
+            "search (1-3 words, top 20)",
+            lambda i: ("lantern_memory_search", {"query": searches[i % len(searches)]}),
+            lambda lt, i: lt.memory.search(searches[i % len(searches)]),
+        ),
+    ]
+    rows = []
+    async with AsyncExitStack() as stack:
+        own = await stack.enter_async_context(session(lantern_server(store)))
+        floor = await stack.enter_async_context(session(floor_server()))
+        lt = stack.enter_context(Lantern.open(store))
+        for label, call, direct in operations:
+            for i in range(20):  # warm-up: caches, the worker threads, the validators
+                await timed_call(own, *call(repeat + i))
+                await timed_call(floor, "constant", {})
+                direct(lt, repeat + i)
+            own_samples, floor_samples, api_samples = [], [], []
+            for i in range(repeat):
+                own_samples.append(await timed_call(own, *call(i)))
+                floor_samples.append(await timed_call(floor, "constant", {}))
+                started = time.perf_counter()
+                direct(lt, i)
+                api_samples.append((time.perf_counter() - started) * 1000)
+            rows.append(row(f"mcp {label}", n, own_samples, floor_samples))
+            # For reference: the same call in process, what the store itself costs.
+            rows.append(row(f"  the API alone: {label}", n, api_samples, floor_samples))
+    return rows
+
+
+async def first_answers(
+    params: StdioServerParameters, tool: str, arguments: dict[str, Any]
+) -> tuple[float, float]:
+    """Milliseconds from spawning the server to its answer to initialize, and to a tool call."""
+    start = time.perf_counter()
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        initialized = (time.perf_counter() - start) * 1000
+        await client.call_tool(tool, arguments)
+        called = (time.perf_counter() - start) * 1000
+    return initialized, called
+
+
+def import_mcp(runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import mcp"], check=True)
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+async def starts(store: Path, n: int, runs: int) -> list[Row]:
+    floor = import_mcp(runs)
+    own = [
+        await first_answers(lantern_server(store), "lantern_memory_list", {"limit": 1})
+        for _ in range(runs)
+    ]
+    bare = [await first_answers(floor_server(), "constant", {}) for _ in range(runs)]
+    return [
+        row("mcp start to initialize answered", n, [o[0] for o in own], floor),
+        row("mcp start to first tool result", n, [o[1] for o in own], floor),
+        row("mcp floor start to first tool result", n, [b[1] for b in bare], floor),
+    ]
+
+
+def bench_mcp(work: Path, sizes: list[int], repeat: int) -> list[Row]:
+    """Round trips at each store size beside the SDK's floor, then start-up times."""
+    rows: list[Row] = []
+    stores = []
+    for n in sizes:
+        store = work / f"mcp-{n}.db"
+        build_store(store, n)
+        stores.append((store, n))
+        rows += anyio.run(round_trips, store, n, repeat)
+    store, n = stores[0]
+    rows += anyio.run(starts, store, n, max(3, min(repeat // 20, 10)))
+    for store, _n in stores:
+        for path in (
+            store,
+            store.with_name(store.name + "-wal"),
+            store.with_name(store.name + "-shm"),
+        ):
+            path.unlink(missing_ok=True)
+    return rows
+
+
+def render(rows: list[Row]) -> str:
+    header = (
+        f"{'operation':<44} {'N':>9} {'p50':>9} {'p95':>9} {'floor p50':>10} {'p95':>9} "
+        f"{'ratio':>7}"
+    )
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        ratio = r["lantern_p50"] / r["raw_p50"]
+        lines.append(
+            f"{r['operation']:<44} {r['n']:>9,} {r['lantern_p50']:>9.2f} {r['lantern_p95']:>9.2f} "
+            f"{r['raw_p50']:>10.2f} {r['raw_p95']:>9.2f} {ratio:>6.2f}x"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--repeat", type=int, default=200, help="round trips per operation")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="lantern-mcp-bench-") as tmp:
+        print(render(bench_mcp(Path(tmp), args.sizes, args.repeat)))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()

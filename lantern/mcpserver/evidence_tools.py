@@ -1,0 +1,187 @@
+"""The evidence tools: search, show a source or a chunk, and ingest text from the agent.
+
+Evidence has no scope: it is the raw material every agent on a store shares, so these tools
+stay available under `--scope`. None of their results holds anything of a memory record (a
+source, chunk or hit names no record), so a restriction cannot leak through them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from lantern.mcpserver.spec import (
+    FLAG,
+    TIME,
+    TIME_HELP,
+    Args,
+    Schema,
+    ToolOutput,
+    ToolSpec,
+    arguments,
+    described,
+    limit,
+    listed,
+)
+from lantern.records import IngestSummary
+
+if TYPE_CHECKING:
+    from lantern.api import Lantern
+
+# The limits `lantern.evidence` checks, repeated because importing it (and SQLAlchemy) would
+# delay the server's first answer; a test keeps them equal.
+MAX_CONTEXT = 100
+MIN_TARGET_SIZE = 100
+MAX_TARGET_SIZE = 100_000
+MAX_URI_CHARS = 4_096
+
+
+def _search(lt: Lantern, args: Args) -> ToolOutput:
+    fields = dict(args)
+    hits = lt.evidence.search(fields.pop("query"), **fields)
+    return ToolOutput({"hits": [hit.to_json() for hit in hits]})
+
+
+def _source_show(lt: Lantern, args: Args) -> ToolOutput:
+    return ToolOutput(lt.evidence.get_source(args["id"]).to_json())
+
+
+def _chunk_show(lt: Lantern, args: Args) -> ToolOutput:
+    return ToolOutput(lt.evidence.get_chunk(args["id"], context=args.get("context", 0)).to_json())
+
+
+def _ingest_text(lt: Lantern, args: Args) -> ToolOutput:
+    fields = dict(args)
+    if "chunk_size" in fields:
+        fields["target_size"] = fields.pop("chunk_size")
+    started = time.perf_counter()
+    result = lt.evidence.ingest_text(fields.pop("uri"), fields.pop("text"), **fields)
+    summary = IngestSummary.from_results([result], seconds=time.perf_counter() - started)
+    # The CLI's summary, and (a key added at the end) the source, whose id the agent cites.
+    return ToolOutput({**summary.to_json(), "source": result.source.to_json()})
+
+
+_SOURCE_KIND: Schema = {
+    "type": "string",
+    "pattern": "^[a-z][a-z0-9_-]{0,63}$",
+    "description": "transcript, markdown, source_file, tool_output, log, document, or another "
+    "lowercase word.",
+}
+
+EVIDENCE_TOOLS = (
+    ToolSpec(
+        name="lantern_search",
+        title="Search evidence",
+        description=(
+            "Find evidence chunks by keywords, best first: every word must appear, "
+            '"quoted words" together, word* matches a prefix; anything else is literal text. '
+            'Returns {"hits": [{"chunk_id", "source_id", "uri", "kind", "ordinal", '
+            '"start_offset", "end_offset", "score", "snippet"}]}, score higher for better '
+            "matches; snippets mark matches with « and »."
+        ),
+        input_schema=arguments(
+            {
+                "query": {"type": "string", "description": "Keywords."},
+                "kind": listed(_SOURCE_KIND, "Only sources of these kinds."),
+                "source": listed(
+                    {"type": "string", "minLength": 1},
+                    "Only these source ids, or sources whose URI starts with one of these.",
+                ),
+                "since": described(TIME, f"Chunks ingested at or after this time: {TIME_HELP}."),
+                "until": described(TIME, f"Chunks ingested before this time: {TIME_HELP}."),
+                "limit": limit(20),
+                "raw": described(
+                    FLAG, "Pass the query to the engine as it is (FTS5 or to_tsquery syntax)."
+                ),
+            },
+            "query",
+        ),
+        run=_search,
+    ),
+    ToolSpec(
+        name="lantern_source_show",
+        title="Show an evidence source",
+        description=(
+            "Show an evidence source with its chunks in order: id, uri, kind, title, "
+            "content_hash, metadata, created_at, updated_at, chunk_count and chunks (each with "
+            "id, ordinal, text and its offsets in the source)."
+        ),
+        input_schema=arguments(
+            {
+                "id": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "A source id (src_...) or the source's URI.",
+                }
+            },
+            "id",
+        ),
+        run=_source_show,
+    ),
+    ToolSpec(
+        name="lantern_chunk_show",
+        title="Show an evidence chunk",
+        description=(
+            "Show an evidence chunk (id, source_id, ordinal, text, offsets, metadata) with its "
+            "source, and with context, up to that many neighbouring chunks on each side in "
+            "'before' and 'after'."
+        ),
+        input_schema=arguments(
+            {
+                "id": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "A chunk id: chk_ and 16 hex digits.",
+                },
+                "context": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_CONTEXT,
+                    "default": 0,
+                    "description": "Neighbouring chunks to add on each side.",
+                },
+            },
+            "id",
+        ),
+        run=_chunk_show,
+    ),
+    ToolSpec(
+        name="lantern_ingest_text",
+        title="Ingest text as evidence",
+        description=(
+            "Store a text (a tool output, a note, a log) as the evidence source uri, split into "
+            "chunks. Ingesting the same uri again leaves unchanged text as it is and replaces "
+            "the chunks of changed text. Returns the counts of `lantern ingest --json` "
+            "(added, updated, unchanged, skipped, removed, chunks, bytes, seconds, "
+            "skipped_paths) and the source (id, uri, kind, title, content_hash, metadata, "
+            "created_at, updated_at, chunk_count)."
+        ),
+        input_schema=arguments(
+            {
+                "uri": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_URI_CHARS,
+                    "description": "The source's URI, e.g. tool://pytest/run-42.",
+                },
+                "text": {"type": "string", "description": "The text to store."},
+                "kind": described(_SOURCE_KIND, "The source's kind; detected when not given."),
+                "metadata": {
+                    "type": "object",
+                    "description": "A JSON object added to the source's metadata.",
+                },
+                "chunk_size": {
+                    "type": "integer",
+                    "minimum": MIN_TARGET_SIZE,
+                    "maximum": MAX_TARGET_SIZE,
+                    "description": "Target chunk size in characters (default 1000).",
+                },
+            },
+            "uri",
+            "text",
+        ),
+        run=_ingest_text,
+        writes=True,
+        destructive=True,
+    ),
+)

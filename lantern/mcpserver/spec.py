@@ -1,0 +1,118 @@
+"""What a tool is: its name, schema, annotations and the repository call behind it.
+
+Tools are data rather than decorated functions so that the schemas are written by hand (exact
+enumerations, ranges, required fields, no extra keys) and can be tested without the SDK, and
+so that `--read-only` is a filter over one table. Argument names follow the CLI: an option's
+long name in snake_case (`--expires-at` is `expires_at`, a command's ID argument is `id`), and
+a repeatable filter keeps its singular name as a list (`scope`, `kind`, `cites`); the
+repeatable reference options are plural, as in the Python API and in a record
+(`source_refs`, `add_refs`, `remove_refs`).
+
+The fragments below are shared by several tools, so a range or an enumeration is written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lantern.validation import MAX_CONTENT_CHARS, MAX_SCOPE_CHARS, MEMORY_KINDS, STATUS_FILTERS
+
+if TYPE_CHECKING:
+    from lantern.api import Lantern
+
+Args = dict[str, Any]
+Schema = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's structured result (an object: MCP requires one), and what the CLI would have
+    said on stderr beside it (`notes`), which goes to the client as extra text."""
+
+    data: dict[str, Any]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One MCP tool: the schema it advertises and enforces, and the call it makes."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: Schema
+    run: Callable[[Lantern, Args], ToolOutput]
+    writes: bool = False
+    """Changes the store: left out by `--read-only`."""
+    destructive: bool = False
+    """May change or remove what is stored, not only add (MCP's `destructiveHint`)."""
+    idempotent: bool = True
+    """Calling it again with the same arguments changes nothing more."""
+
+
+def arguments(properties: Mapping[str, Schema], *required: str) -> Schema:
+    """A tool's input schema: an object of exactly these properties."""
+    schema: Schema = {"type": "object", "properties": dict(properties)}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def described(fragment: Schema, description: str, **extra: Any) -> Schema:
+    return {**fragment, "description": description, **extra}
+
+
+def listed(item: Schema, description: str) -> Schema:
+    return {"type": "array", "items": item, "description": description}
+
+
+RECORD_ID: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "description": "A memory record id: mem_ and 16 hex digits.",
+}
+CONTENT: Schema = {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS}
+KIND: Schema = {"type": "string", "enum": list(MEMORY_KINDS)}
+SCOPE: Schema = {"type": "string", "minLength": 1, "maxLength": MAX_SCOPE_CHARS}
+PERCENT: Schema = {"type": "integer", "minimum": 0, "maximum": 100}
+CONFIDENCE: Schema = {"type": "number", "minimum": 0, "maximum": 1}
+TIME: Schema = {"type": ["integer", "string"]}
+TIME_HELP = "unix seconds or ISO-8601 (a time without a zone is UTC)"
+FLAG: Schema = {"type": "boolean", "default": False}
+REF: Schema = {
+    # "minLength" binds strings only, "required" and "properties" objects only.
+    "type": ["string", "object"],
+    "minLength": 3,
+    "properties": {"type": {"type": "string", "minLength": 1}},
+    "required": ["type"],
+    "description": "TYPE:ID (chunk:chk_..., source:src_..., session:...), or an object with "
+    "a string 'type'.",
+}
+STATUS_FILTER: Schema = {
+    "type": "string",
+    "enum": list(STATUS_FILTERS),
+    "default": "active",
+    "description": "Only records of this status; all for every status.",
+}
+MAX_LIMIT = 10_000
+
+
+def limit(default: int) -> Schema:
+    return {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_LIMIT,
+        "default": default,
+        "description": "At most this many results.",
+    }
+
+
+OFFSET: Schema = {
+    "type": "integer",
+    "minimum": 0,
+    "default": 0,
+    "description": "Skip this many first results.",
+}

@@ -1,0 +1,278 @@
+"""`lantern db check`, `db rebuild-index` and `db backup`: what they find, fix and copy."""
+
+from __future__ import annotations
+
+import errno
+import json
+import sqlite3
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from lantern.api import Lantern
+from lantern.cli import cli
+from lantern.health import CHECKS
+from tests.helpers import CliRun, file_state, lantern_process
+from tests.memory_helpers import add_source, sql
+
+
+def _cli(db: Path, *args: str) -> Result:
+    """The CLI in-process on a SQLite store (for the tests about SQLite files)."""
+    return CliRunner().invoke(cli, ["--db", str(db), *args])
+
+
+HEALTHY_CHECKS = [{"name": name, "status": "ok", "problems": []} for name in CHECKS]
+
+
+def _check(run_cli: CliRun) -> tuple[int, dict[str, object], str]:
+    result = run_cli("db", "check", "--json")
+    return result.exit_code, json.loads(result.stdout), result.stderr
+
+
+def _failed(report: dict[str, object]) -> dict[str, list[str]]:
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    return {c["name"]: c["problems"] for c in checks if c["status"] == "failed"}
+
+
+def test_a_healthy_store_checks_ok_with_the_documented_json(
+    run_cli: CliRun, store_url: str
+) -> None:
+    with Lantern.open(store_url) as lt:
+        _sid, chunks = add_source(lt, "file:///notes/a.md", ["one", "two"])
+        lt.memory.add(kind="fact", content="cites a chunk", source_refs=[f"chunk:{chunks[0]}"])
+        url = lt.location.display_url
+        path = lt.location.path
+    code, report, stderr = _check(run_cli)
+    assert code == 0, stderr
+    assert report == {
+        "url": url,
+        "path": None if path is None else str(path),
+        "revision": "0005",
+        "healthy": True,
+        "checks": HEALTHY_CHECKS,
+    }
+    text = run_cli("db", "check")
+    assert text.exit_code == 0
+    assert text.stdout.splitlines()[0] == "integrity:           ok"
+
+
+def test_problems_every_engine_can_have_are_found_and_listed(
+    run_cli: CliRun, store_url: str
+) -> None:
+    with Lantern.open(store_url) as lt:
+        _sid, chunks = add_source(lt, "file:///notes/a.md", ["one", "two"])
+        record = lt.memory.add(kind="fact", content="x", source_refs=[f"chunk:{chunks[1]}"])
+        other = lt.memory.add(kind="fact", content="y", source_refs=["session:s1"])
+        sql(lt, "DELETE FROM chunks WHERE id = :id", id=chunks[1])
+        sql(lt, "DELETE FROM memory_refs WHERE record_id = :id", id=other.id)
+        sql(lt, "CREATE TABLE _alembic_tmp_chunks (id TEXT)")
+    code, report, stderr = _check(run_cli)
+    assert code == 4
+    assert report["healthy"] is False
+    assert _failed(report) == {
+        "migration_leftovers": ["table _alembic_tmp_chunks was left by an interrupted migration"],
+        "memory_refs": [f"{other.id} cites session:s1 but has no reference row for it"],
+        "references": [
+            f"{record.id} cites chunk:{chunks[1]}, which is not in the store (removed or "
+            "re-ingested since; see memory check-refs)"
+        ],
+    }
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: the store at ") and "is not healthy: 3 problems" in lines[0]
+
+
+def test_sqlite_index_and_file_problems_are_found(db_path: Path) -> None:
+    with Lantern.open(db_path) as lt:
+        sid, _chunks = add_source(lt, "file:///notes/a.md", ["alpha", "bravo"])
+        kept = lt.memory.add(kind="fact", content="kept")
+        lost = lt.memory.add(kind="fact", content="lost from the index")
+    conn = sqlite3.connect(db_path)
+    conn.executescript(
+        f"""
+        DELETE FROM memory_fts WHERE record_id = '{lost.id}';
+        INSERT INTO memory_fts (rowid, record_id, content) VALUES (7, 'mem_ghost', 'boo');
+        DROP TRIGGER chunks_ai;
+        INSERT INTO chunks (id, source_id, ordinal, text, created_at)
+            VALUES ('chk_unindexed', '{sid}', 9, 'not in the index', 0);
+        PRAGMA foreign_keys = OFF;
+        INSERT INTO chunks (id, source_id, ordinal, text, created_at)
+            VALUES ('chk_orphan', 'src_missing', 0, 'orphan', 0);
+        """
+    )
+    conn.close()
+    result = _cli(db_path, "db", "check", "--json")
+    code, report = result.exit_code, json.loads(result.stdout)
+    assert code == 4
+    failed = _failed(report)
+    assert failed["schema"] == ["trigger chunks_ai is missing"]
+    assert failed["chunk_index"] == [
+        "chunks_fts does not match its table: database disk image is malformed"
+    ]
+    assert failed["memory_index"] == [
+        f"{lost.id} has no search row",
+        "search row 7 ('mem_ghost') belongs to no record",
+    ]
+    assert failed["foreign_keys"] == ["chunks row 4 references a missing sources row"]
+    assert kept.id not in json.dumps(failed)
+
+
+def test_rebuild_index_repairs_what_check_found(run_cli: CliRun, store_url: str) -> None:
+    with Lantern.open(store_url) as lt:
+        add_source(lt, "file:///notes/a.md", ["alpha words", "bravo words"])
+        record = lt.memory.add(kind="fact", content="findable words", source_refs=["session:s"])
+        sql(lt, "DELETE FROM memory_refs")
+        if lt.store.dialect == "sqlite":
+            sql(lt, "DELETE FROM memory_fts")
+            sql(lt, "INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all')")
+    assert _check(run_cli)[0] == 4
+    result = run_cli("db", "rebuild-index", "--json")
+    assert result.exit_code == 0, result.stderr
+    sqlite = "://" not in store_url
+    assert json.loads(result.stdout) == {
+        "indexes": ["chunks_fts", "memory_fts", "memory_refs"]
+        if sqlite
+        else ["chunks", "memory_records", "memory_refs"],
+        "chunks": 2,
+        "memories": 1,
+        "references": 1,
+    }
+    assert _check(run_cli)[0] == 0
+    with Lantern.open(store_url) as lt:
+        assert [m.record.id for m in lt.memory.search("findable")] == [record.id]
+        assert len(lt.evidence.search("bravo")) == 1
+        assert [r.id for r in lt.memory.citing("session:s")] == [record.id]
+
+
+def test_check_reads_and_never_writes(db_path: Path) -> None:
+    with Lantern.open(db_path) as lt:
+        add_source(lt, "file:///notes/a.md", ["alpha", "bravo"])
+        lt.memory.add(kind="fact", content="kept")
+    before = file_state(db_path)
+    result = lantern_process("--db", str(db_path), "db", "check")
+    assert result.returncode == 0, result.stderr
+    assert file_state(db_path) == before
+
+
+def test_check_and_backup_never_create_a_store(tmp_path: Path) -> None:
+    for args in (["db", "check"], ["db", "backup", str(tmp_path / "copy.db")]):
+        result = lantern_process("--db", str(tmp_path / "typo.db"), *args)
+        assert result.returncode == 1
+        assert result.stderr == f"Error: no store at {tmp_path / 'typo.db'}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_backup_copies_a_live_store_with_its_write_ahead_log(db_path: Path, tmp_path: Path) -> None:
+    with Lantern.open(db_path) as lt:
+        for n in range(50):
+            lt.memory.add(kind="fact", content=f"before the copy {n}")
+        # Another connection keeps the log from being checkpointed into the file.
+        holder = sqlite3.connect(db_path)
+        holder.execute("SELECT count(*) FROM memory_records").fetchone()
+        assert db_path.with_name(db_path.name + "-wal").stat().st_size > 0
+        target = tmp_path / "backups" / "copy.db"
+        target.parent.mkdir()
+        result = _cli(db_path, "db", "backup", str(target), "--json")
+        holder.close()
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "path": str(target),
+        "size_bytes": target.stat().st_size,
+        "revision": "0005",
+    }
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert sorted(p.name for p in target.parent.iterdir()) == ["copy.db"]
+    with Lantern.open(target) as copy:
+        assert len(copy.memory.list(limit=100)) == 50
+        assert copy.check().healthy
+
+
+def test_backup_while_writers_write_is_one_consistent_snapshot(
+    db_path: Path, tmp_path: Path
+) -> None:
+    Lantern.open(db_path).close()
+    stop = threading.Event()
+
+    def write() -> None:
+        with Lantern.open(db_path) as lt:
+            n = 0
+            while not stop.is_set():
+                lt.memory.add(kind="fact", content=f"written during the copy {n}")
+                n += 1
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        copies = []
+        for n in range(5):
+            target = tmp_path / f"copy{n}.db"
+            with Lantern.open(db_path) as lt:
+                lt.backup(target)
+            copies.append(target)
+    finally:
+        stop.set()
+        writer.join()
+    counts = []
+    for target in copies:
+        with Lantern.open(target) as copy:
+            assert copy.check().healthy
+            counts.append(len(copy.memory.list(limit=10_000)))
+    assert counts == sorted(counts)
+
+
+@pytest.mark.parametrize(
+    ("target", "extra", "message"),
+    [
+        ("exists.db", [], "exists; give --force to replace it"),
+        ("store/lantern.db-wal", [], "is the store itself or one of its files"),
+        ("store", [], "is a directory; give the path of the backup file"),
+    ],
+)
+def test_backup_refusals(
+    db_path: Path, tmp_path: Path, target: str, extra: list[str], message: str
+) -> None:
+    Lantern.open(db_path).close()
+    (tmp_path / "exists.db").write_bytes(b"precious")
+    result = _cli(db_path, "db", "backup", str(tmp_path / target), *extra)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    assert (tmp_path / "exists.db").read_bytes() == b"precious"
+
+
+def test_backup_force_replaces(db_path: Path, tmp_path: Path) -> None:
+    Lantern.open(db_path).close()
+    (tmp_path / "exists.db").write_bytes(b"old")
+    result = _cli(db_path, "db", "backup", str(tmp_path / "exists.db"), "--force")
+    assert result.exit_code == 0, result.stderr
+    with Lantern.open(tmp_path / "exists.db") as copy:
+        assert copy.status().revision == "0005"
+
+
+def test_backup_of_a_postgres_store_points_to_pg_dump(postgres_url: str, tmp_path: Path) -> None:
+    Lantern.open(postgres_url).close()
+    result = CliRunner().invoke(
+        cli, ["--db", postgres_url, "db", "backup", str(tmp_path / "never-written.db")]
+    )
+    assert result.exit_code == 1
+    assert "back up a PostgreSQL store with pg_dump" in result.stderr
+    assert not (tmp_path / "never-written.db").exists()
+
+
+def test_a_failed_copy_leaves_no_file_under_either_name(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy is made under a temporary name and renamed only once it is whole."""
+    Lantern.open(db_path).close()
+
+    def no_space(_path: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("lantern.migrations._fsync", no_space)
+    result = _cli(db_path, "db", "backup", str(tmp_path / "copy.db"))
+    assert result.exit_code == 6
+    assert result.stderr.endswith("the disk is full; free some space and retry\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
