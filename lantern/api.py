@@ -24,6 +24,9 @@ from lantern.memory import MemoryRepository
 from lantern.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store import Store, create_store_engine, prepare_sqlite_file
 
+CITED_BY_LIMIT = 1_000
+"""At most this many citing records are listed beside a source or chunk."""
+
 
 @dataclass(frozen=True, slots=True)
 class StoreStatus:
@@ -124,6 +127,15 @@ class Lantern:
     @property
     def location(self) -> StoreLocation:
         return self.store.location
+
+    def cited_by(self, ref: str, *, through_chunks: bool = False) -> list[str]:
+        """Ids of the memory records that cite a source or chunk (`TYPE:ID`), in list order.
+
+        It goes through the memory repository, so a scope-restricted Lantern never reveals a
+        record outside its scopes through the evidence it cites.
+        """
+        page = self.memory.citing(ref, through_chunks=through_chunks, limit=CITED_BY_LIMIT)
+        return [record.id for record in page]
 
     def status(self) -> StoreStatus:
         state = _state(self.store)

@@ -185,12 +185,12 @@ def test_source_and_chunk_commands(run_cli: CliRun, files: Path) -> None:
     prefix = ok_json(run_cli("source", "list", "--uri-prefix", uri[:-3], "--json"))
     assert prefix == markdown
     shown = ok_json(run_cli("source", "show", markdown[0]["id"], "--json"))
-    assert list(shown) == [*SOURCE_KEYS, "chunks"]
+    assert list(shown) == [*SOURCE_KEYS, "chunks", "cited_by"]
     assert all(list(chunk) == CHUNK_KEYS for chunk in shown["chunks"])
     first, second = shown["chunks"]
     assert first["metadata"] == {"heading_path": ["Lanterns"]}
     chunk = ok_json(run_cli("chunk", "show", first["id"], "--context", "1", "--json"))
-    assert list(chunk) == [*CHUNK_KEYS, "source", "before", "after"]
+    assert list(chunk) == [*CHUNK_KEYS, "source", "before", "after", "cited_by"]
     assert {k: chunk[k] for k in CHUNK_KEYS} == first
     assert chunk["source"] == {k: shown[k] for k in SOURCE_KEYS}
     assert (chunk["before"], chunk["after"]) == ([], [second])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 from sqlalchemy import insert, select
@@ -11,6 +12,7 @@ from lantern.api import Lantern
 from lantern.errors import InvalidInput, NotFound
 from lantern.models import chunk_entities, chunks, embeddings, entities
 from lantern.records import ChunkDetail, EmbeddingInfo, EntityRef
+from tests.helpers import CliRun
 
 SOURCE_KEYS = [
     "id",
@@ -192,3 +194,64 @@ def test_lookups_fail_cleanly_and_change_nothing(
     with pytest.raises(error, match=message):
         call(five)  # type: ignore[operator]
     assert five.evidence.get_source("doc:five") == before
+
+
+def test_source_and_chunk_show_list_the_memories_citing_them(run_cli: CliRun) -> None:
+    ingested = run_cli(
+        "ingest",
+        "-",
+        "--uri",
+        "note://cited",
+        "--kind",
+        "document",
+        "--json",
+        input="Alpha paragraph.\n\nBeta paragraph.\n",
+    )
+    assert ingested.exit_code == 0, ingested.output
+    source = json.loads(run_cli("source", "show", "note://cited", "--json").stdout)
+    chunk_id = source["chunks"][0]["id"]
+    assert source["cited_by"] == []
+    by_chunk = json.loads(
+        run_cli(
+            "memory",
+            "add",
+            "--kind",
+            "fact",
+            "--source-ref",
+            f"chunk:{chunk_id}",
+            "--json",
+            "from the chunk",
+        ).stdout
+    )
+    by_source = json.loads(
+        run_cli(
+            "memory",
+            "add",
+            "--kind",
+            "fact",
+            "--source-ref",
+            f"source:{source['id']}",
+            "--json",
+            "from the source",
+        ).stdout
+    )
+    shown = json.loads(run_cli("source", "show", source["id"], "--json").stdout)
+    assert sorted(shown["cited_by"]) == sorted([by_chunk["id"], by_source["id"]])
+    assert list(shown)[-1] == "cited_by"
+    chunk = json.loads(run_cli("chunk", "show", chunk_id, "--json").stdout)
+    assert chunk["cited_by"] == [by_chunk["id"]]
+    human = run_cli("chunk", "show", chunk_id)
+    assert f"cited by: {by_chunk['id']}" in human.stdout
+
+
+def test_cited_by_stays_within_the_scopes_of_a_restricted_lantern(store_url: str) -> None:
+    with Lantern.open(store_url) as lt:
+        source = lt.evidence.ingest_text("note://scoped", "Some evidence.", kind="document").source
+        inside = lt.memory.add(
+            kind="fact", scope="team:a", content="in", source_refs=[f"source:{source.id}"]
+        )
+        lt.memory.add(
+            kind="fact", scope="team:b", content="out", source_refs=[f"source:{source.id}"]
+        )
+    with Lantern.open(store_url, scopes=["team:a"]) as restricted:
+        assert restricted.cited_by(f"source:{source.id}") == [inside.id]

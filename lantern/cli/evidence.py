@@ -200,15 +200,18 @@ def list_command(
 @json_option
 @click.pass_context
 def show_command(ctx: click.Context, ref: str, as_json: bool) -> None:
-    """Show a source's metadata and its chunks.
+    """Show a source's metadata, its chunks, and the memory records citing them.
 
     lantern source show file:///home/ada/notes/todo.md
     """
-    found = open_lantern(ctx).evidence.get_source(ref)
+    lantern = open_lantern(ctx)
+    found = lantern.evidence.get_source(ref)
+    cited_by = lantern.cited_by(f"source:{found.id}", through_chunks=True)
     if as_json:
-        emit_json(found.to_json())
+        emit_json({**found.to_json(), "cited_by": cited_by})
         return
     _show_source(found)
+    click.echo(f"{'cited_by:':<14}{', '.join(cited_by) or '-'}")
     for chunk in found.chunks or ():
         offsets = f"[{_offset(chunk.start_offset)}:{_offset(chunk.end_offset)}]"
         click.echo(f"  #{chunk.ordinal:<4} {chunk.id}  {offsets:<15} {_preview(chunk.text)}")
@@ -252,15 +255,18 @@ def chunk() -> None:
 @json_option
 @click.pass_context
 def chunk_show_command(ctx: click.Context, chunk_id: str, context: int, as_json: bool) -> None:
-    """Show a chunk's text, offsets and source.
+    """Show a chunk's text, offsets and source, and the memory records citing it.
 
     lantern chunk show chk_0123456789abcdef --context 1
     """
-    detail = open_lantern(ctx).evidence.get_chunk(chunk_id, context=context)
+    lantern = open_lantern(ctx)
+    detail = lantern.evidence.get_chunk(chunk_id, context=context)
+    cited_by = lantern.cited_by(f"chunk:{detail.chunk.id}")
     if as_json:
-        emit_json(detail.to_json())
+        emit_json({**detail.to_json(), "cited_by": cited_by})
         return
     _show_chunk(detail)
+    click.echo(f"cited by: {', '.join(cited_by) or '-'}")
 
 
 class _ProgressBar:

@@ -43,11 +43,14 @@ def _search(lt: Lantern, args: Args) -> ToolOutput:
 
 
 def _source_show(lt: Lantern, args: Args) -> ToolOutput:
-    return ToolOutput(lt.evidence.get_source(args["id"]).to_json())
+    found = lt.evidence.get_source(args["id"])
+    cited_by = lt.cited_by(f"source:{found.id}", through_chunks=True)
+    return ToolOutput({**found.to_json(), "cited_by": cited_by})
 
 
 def _chunk_show(lt: Lantern, args: Args) -> ToolOutput:
-    return ToolOutput(lt.evidence.get_chunk(args["id"], context=args.get("context", 0)).to_json())
+    detail = lt.evidence.get_chunk(args["id"], context=args.get("context", 0))
+    return ToolOutput({**detail.to_json(), "cited_by": lt.cited_by(f"chunk:{detail.chunk.id}")})
 
 
 def _ingest_text(lt: Lantern, args: Args) -> ToolOutput:
