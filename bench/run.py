@@ -585,6 +585,102 @@ MEMORY_RECORDS_INDEXES = (
 )
 
 
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+def bench_postgres(url: str, n: int, repeat: int) -> list[Result]:
+    """The same add, list and search on PostgreSQL, beside psycopg running the same SQL.
+
+    Uses a fresh schema in the given database, dropped afterwards.
+    """
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    schema = f"lantern_bench_{os.getpid()}"
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    admin = psycopg.connect(dsn, autocommit=True)
+    admin.execute(f"CREATE SCHEMA {schema}")
+    store_url = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    store = store_url.render_as_string(hide_password=False)
+    try:
+        with Lantern.open(store) as lt:
+            batch = list(memory_records(n))
+            for start in range(0, n, 10_000):
+                lt.memory.add_many(batch[start : start + 10_000])
+        raw = psycopg.connect(dsn, options=f"-csearch_path={schema}", autocommit=True)
+        busy = scope_names()[0]
+        queries = search_queries(repeat + 40, words=WORDS)
+        results = []
+        with Lantern.open(store) as lt:
+            results.append(
+                side_by_side(
+                    "postgres: memory list (top 50, one scope)",
+                    n,
+                    lambda _i: lt.memory.list(scope=busy),
+                    lambda _i: raw.execute(PG_LIST_SQL, (busy, int(time.time()))).fetchall(),
+                    repeat,
+                )
+            )
+
+            def lantern_add(i: int) -> None:
+                lt.memory.add(kind="fact", scope="bench:add", content=f"pg add {i}")
+
+            def raw_add(i: int) -> None:
+                content = f"pg raw add {i}"
+                record_id = memory_id("bench:add", "fact", content)
+                at = int(time.time())
+                with raw.transaction():
+                    raw.execute("SELECT * FROM memory_records WHERE id = %s", (record_id,))
+                    raw.execute(
+                        "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, "
+                        "confidence, status, created_at, updated_at, source_refs) VALUES "
+                        "(%s, 'fact', %s, 'bench:add', 50, 0, 1.0, 'active', %s, %s, '[]') "
+                        "ON CONFLICT DO NOTHING RETURNING id",
+                        (record_id, content, at, at),
+                    ).fetchone()
+                    raw.execute(
+                        "INSERT INTO memory_history (record_id, event, at, changes) "
+                        "VALUES (%s, 'created', %s, %s)",
+                        (record_id, at, json.dumps({"before": None, "after": {"c": content}})),
+                    )
+
+            results.append(
+                side_by_side(
+                    "postgres: memory add (one, committed)", n, lantern_add, raw_add, repeat
+                )
+            )
+            results.append(
+                side_by_side(
+                    "postgres: memory search (1-3 words, top 20)",
+                    n,
+                    lambda i: lt.memory.search(queries[i % len(queries)], limit=20),
+                    lambda i: raw.execute(
+                        PG_SEARCH_SQL,
+                        (" & ".join(queries[i % len(queries)].split()), int(time.time())),
+                    ).fetchall(),
+                    repeat,
+                )
+            )
+        raw.close()
+        return results
+    finally:
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        admin.close()
+
+
+PG_LIST_SQL = (
+    "SELECT * FROM memory_records WHERE scope = %s AND status = 'active' "
+    "AND (expires_at IS NULL OR expires_at > %s) "
+    "ORDER BY status, priority DESC, urgency DESC, updated_at DESC, id LIMIT 51"
+)
+PG_SEARCH_SQL = (
+    "SELECT *, ts_rank_cd(content_tsv, q, 1) AS score FROM memory_records, "
+    "to_tsquery('simple', %s) AS q WHERE content_tsv @@ q AND status = 'active' "
+    "AND (expires_at IS NULL OR expires_at > %s) ORDER BY score DESC, status, priority DESC, "
+    "urgency DESC, updated_at DESC, id LIMIT 21"
+)
+
+
 # --- process cold starts ---------------------------------------------------------------------
 
 
@@ -648,6 +744,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="10k and 100k sizes only")
     parser.add_argument("--json", dest="json_path", help="also write results to this file")
     parser.add_argument("--repeat", type=int, default=200, help="samples per operation")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        default=os.environ.get("LANTERN_BENCH_POSTGRES_URL"),
+        help="also measure on this PostgreSQL database (default: $LANTERN_BENCH_POSTGRES_URL)",
+    )
     args = parser.parse_args(argv)
     sizes = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
     results: list[Result] = []
@@ -659,6 +761,8 @@ def main(argv: list[str] | None = None) -> None:
             results.extend(bench_evidence_search(work, n, args.repeat))
         results.extend(bench_ingest(work, 100 if args.quick else 300))
         results.extend(bench_upgrade(work, 100_000 if args.quick else 1_000_000))
+        if args.postgres:
+            results.extend(bench_postgres(args.postgres, 100_000, args.repeat))
         results.extend(bench_cold_starts(work, 10 if args.quick else 20))
     print(render(results))
     if args.json_path:
