@@ -744,6 +744,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="10k and 100k sizes only")
     parser.add_argument("--json", dest="json_path", help="also write results to this file")
     parser.add_argument("--repeat", type=int, default=200, help="samples per operation")
+    parser.add_argument("--no-mcp", action="store_true", help="skip the MCP round trips")
     parser.add_argument(
         "--postgres",
         metavar="URL",
@@ -761,6 +762,11 @@ def main(argv: list[str] | None = None) -> None:
             results.extend(bench_evidence_search(work, n, args.repeat))
         results.extend(bench_ingest(work, 100 if args.quick else 300))
         results.extend(bench_upgrade(work, 100_000 if args.quick else 1_000_000))
+        if not args.no_mcp:
+            from mcp_bench import bench_mcp
+
+            sizes_mcp = [10_000, 100_000]
+            results.extend(Result(**row) for row in bench_mcp(work, sizes_mcp, args.repeat))
         if args.postgres:
             results.extend(bench_postgres(args.postgres, 100_000, args.repeat))
         results.extend(bench_cold_starts(work, 10 if args.quick else 20))
