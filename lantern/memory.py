@@ -363,33 +363,38 @@ class MemoryRepository:
 
     def archive(self, record_id: str) -> MemoryRecord:
         """Retire a record without deleting it; archiving an archived record changes nothing."""
-        at = now()
-        with self._write() as conn:
-            record = _require(conn, record_id, self._scopes, for_update=True)
-            if record.status == "archived":
-                return record
-            if record.status == "superseded":
-                raise Conflict(
-                    f"memory {record_id} is superseded by "
-                    f"{_successor_id(conn, record_id, self._scopes)}; "
-                    "a superseded record cannot be archived"
-                )
-            return _set_status(conn, record, "archived", "archived", at)
+        return self._move(
+            record_id,
+            event="archived",
+            status="archived",
+            refusal="a superseded record cannot be archived",
+        )
 
     def restore(self, record_id: str) -> MemoryRecord:
         """Make an archived record active again; restoring an active record changes nothing."""
+        return self._move(
+            record_id,
+            event="restored",
+            status="active",
+            refusal="only an archived record can be restored",
+        )
+
+    def _move(self, record_id: str, *, event: str, status: str, refusal: str) -> MemoryRecord:
+        """Set a record's status, recorded as `event`; a record already there is returned as is.
+
+        A superseded record stays superseded: its successor is what archive and restore act on.
+        """
         at = now()
         with self._write() as conn:
             record = _require(conn, record_id, self._scopes, for_update=True)
-            if record.status == "active":
+            if record.status == status:
                 return record
             if record.status == "superseded":
                 raise Conflict(
                     f"memory {record_id} is superseded by "
-                    f"{_successor_id(conn, record_id, self._scopes)}; "
-                    "only an archived record can be restored"
+                    f"{_successor_id(conn, record_id, self._scopes)}; {refusal}"
                 )
-            return _set_status(conn, record, "restored", "active", at)
+            return _set_status(conn, record, event, status, at)
 
     def expire(self, *, dry_run: bool = False) -> Records:
         """Archive the active records whose `expires_at` has passed; return them (archived).
