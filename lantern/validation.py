@@ -60,18 +60,21 @@ def status_filter(value: str) -> str:
 def percent(field: str, value: object) -> int:
     """An integer 0-100 (priority, urgency); bools are not integers here."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{field} must be an integer from 0 to 100; got {value!r}")
+        raise InvalidInput(f"{field} must be an integer from 0 to 100; got {_shown(value)}")
     if not 0 <= value <= 100:
-        raise InvalidInput(f"{field} must be an integer from 0 to 100; got {value}")
+        raise InvalidInput(f"{field} must be an integer from 0 to 100; got {_shown(value)}")
     return value
 
 
 def confidence(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {value!r}")
+        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {_shown(value)}")
+    if isinstance(value, int) and not 0 <= value <= 1:
+        # Compared as an integer: float() overflows past 1e308.
+        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {_shown(value)}")
     number = float(value)
     if math.isnan(number) or not 0.0 <= number <= 1.0:
-        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {value!r}")
+        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {_shown(value)}")
     return number
 
 
@@ -123,7 +126,13 @@ def timestamp(field: str, value: object) -> int:
     if isinstance(value, str):
         stripped = value.strip()
         if re.fullmatch(r"-?\d+", stripped):
-            return _in_range(field, int(stripped))
+            # Without leading zeros, and no longer than a time can be: int() refuses a string
+            # of more than 4,300 digits, leading zeros included.
+            digits = stripped.lstrip("-").lstrip("0") or "0"
+            if len(digits) > _MAX_DIGITS:
+                raise InvalidInput(f"{field} is out of range: {stripped[:_MAX_DIGITS]}...")
+            number = int(digits)
+            return _in_range(field, -number if stripped.startswith("-") else number)
         try:
             parsed = datetime.fromisoformat(stripped.replace("z", "Z"))
         except ValueError:
@@ -135,10 +144,21 @@ def timestamp(field: str, value: object) -> int:
     raise InvalidInput(f"{field} must be unix seconds or an ISO-8601 time; got {value!r}")
 
 
+_MAX_DIGITS = 30
+
+
+def _shown(value: object) -> str:
+    """A value for a message: its repr, except an integer too long to print in full (Python
+    refuses to turn one of more than 4,300 digits into text at all)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**_MAX_DIGITS:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)
+
+
 def _in_range(field: str, seconds: int) -> int:
     # Keep times within what every engine and datetime can represent (years 1-9999).
     if not -62_135_596_800 <= seconds <= 253_402_300_799:
-        raise InvalidInput(f"{field} is out of range: {seconds}")
+        raise InvalidInput(f"{field} is out of range: {_shown(seconds)}")
     return seconds
 
 
@@ -213,13 +233,13 @@ def source_refs(values: object) -> list[dict[str, Any]]:
 
 def limit(value: object, *, field: str = "limit", maximum: int = 10_000) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}; got {value!r}")
+        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}; got {_shown(value)}")
     return value
 
 
 def offset(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"offset must be a non-negative integer; got {value!r}")
+        raise InvalidInput(f"offset must be a non-negative integer; got {_shown(value)}")
     return value
 
 

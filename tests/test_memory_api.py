@@ -104,6 +104,15 @@ def test_created_flag_is_true_for_a_new_record(lt: Lantern) -> None:
         ("confidence", "high", "confidence must be a number"),
         ("expires_at", "tomorrow", "expires_at must be unix seconds or an ISO-8601 time"),
         ("expires_at", 10**20, "expires_at is out of range"),
+        # Numbers too long for Python to print or parse (past 4,300 digits) are refused too.
+        pytest.param(
+            "expires_at", "9" * 5_000, r"expires_at is out of range: 9{30}\.\.\.$", id="digits"
+        ),
+        pytest.param(
+            "expires_at", 10**5_000, "out of range: an integer of 16610 bits", id="huge-time"
+        ),
+        pytest.param("priority", 10**5_000, "from 0 to 100; got an integer", id="huge-priority"),
+        pytest.param("confidence", -(10**5_000), "0.0 to 1.0; got an", id="huge-confidence"),
         ("source_refs", ["chunk"], "source reference must be TYPE:ID"),
         ("source_refs", ["{not json"], "not valid JSON"),
         ("source_refs", [{"id": "x"}], "needs a non-empty string 'type'"),

@@ -191,6 +191,13 @@ _A_CURSOR = "c1_WyJhY3RpdmUiLDUwLDAsMTgwMDAwMDAwMCwibWVtXzAwMDAwMDAwMDAwMDAwMDAi
         ({"min_confidence": 1.5}, "min_confidence must be a number from 0.0 to 1.0"),
         ({"updated_since": "yesterday"}, "updated_since must be unix seconds"),
         ({"updated_before": "soon"}, "updated_before must be unix seconds"),
+        # Leading zeros count toward Python's 4,300-digit limit on int(); a generated MCP
+        # argument found this.
+        pytest.param(
+            {"updated_before": "0" * 5_000 + "1" * 31}, "updated_before is out of range", id="zeros"
+        ),
+        pytest.param({"min_confidence": 10**5_000}, "min_confidence must be", id="huge-confidence"),
+        pytest.param({"limit": 10**5_000}, "from 1 to 10000; got an integer", id="huge-limit"),
         ({"cites": "nocolon"}, "must be TYPE:ID"),
         ({"scope": " x*"}, "surrounding whitespace"),
         ({"after": "c1_garbage!"}, "not a cursor"),
