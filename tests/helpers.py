@@ -14,6 +14,31 @@ from click.testing import Result
 LANTERN_BIN = Path(sys.executable).with_name("lantern")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# The pinned JSON keys of a source and a chunk, in order (README, "Evidence").
+SOURCE_KEYS = [
+    "id",
+    "uri",
+    "kind",
+    "title",
+    "content_hash",
+    "metadata",
+    "created_at",
+    "updated_at",
+    "chunk_count",
+]
+CHUNK_KEYS = [
+    "id",
+    "source_id",
+    "ordinal",
+    "text",
+    "start_offset",
+    "end_offset",
+    "metadata",
+    "created_at",
+    "entities",
+    "embeddings",
+]
+
 CliRun = Callable[..., Result]
 ProcessRun = Callable[..., subprocess.CompletedProcess[str]]
 

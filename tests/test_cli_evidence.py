@@ -15,7 +15,7 @@ import pytest
 from click.testing import Result
 
 from lantern.chunking import DEFAULT_TARGET_SIZE
-from tests.helpers import LANTERN_BIN, CliRun, ProcessRun
+from tests.helpers import CHUNK_KEYS, LANTERN_BIN, SOURCE_KEYS, CliRun, ProcessRun
 
 SUMMARY_KEYS = [
     "added",
@@ -38,29 +38,6 @@ HIT_KEYS = [
     "end_offset",
     "score",
     "snippet",
-]
-SOURCE_KEYS = [
-    "id",
-    "uri",
-    "kind",
-    "title",
-    "content_hash",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "chunk_count",
-]
-CHUNK_KEYS = [
-    "id",
-    "source_id",
-    "ordinal",
-    "text",
-    "start_offset",
-    "end_offset",
-    "metadata",
-    "created_at",
-    "entities",
-    "embeddings",
 ]
 
 

@@ -12,31 +12,8 @@ from lantern.api import Lantern
 from lantern.errors import InvalidInput, NotFound
 from lantern.models import chunk_entities, chunks, embeddings, entities
 from lantern.records import ChunkDetail, EmbeddingInfo, EntityRef
-from tests.helpers import CliRun
+from tests.helpers import CHUNK_KEYS, SOURCE_KEYS, CliRun
 
-SOURCE_KEYS = [
-    "id",
-    "uri",
-    "kind",
-    "title",
-    "content_hash",
-    "metadata",
-    "created_at",
-    "updated_at",
-    "chunk_count",
-]
-CHUNK_KEYS = [
-    "id",
-    "source_id",
-    "ordinal",
-    "text",
-    "start_offset",
-    "end_offset",
-    "metadata",
-    "created_at",
-    "entities",
-    "embeddings",
-]
 PARAGRAPHS = [" ".join(f"p{n}w{i}" for i in range(20)) for n in range(5)]
 TEXT = "\n\n".join(PARAGRAPHS)
 
