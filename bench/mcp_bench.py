@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from run import Result, percentiles, render
 
 from lantern import Lantern
 
@@ -131,13 +131,6 @@ async def timed_call(client: ClientSession, name: str, arguments: dict[str, Any]
     if result.is_error:
         raise RuntimeError(f"{name} failed: {result.content}")
     return elapsed
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return statistics.median(ordered), ordered[
-        min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))
-    ]
 
 
 def row(operation: str, n: int, own: list[float], floor: list[float]) -> Row:
@@ -262,28 +255,14 @@ def bench_mcp(work: Path, sizes: list[int], repeat: int) -> list[Row]:
     return rows
 
 
-def render(rows: list[Row]) -> str:
-    header = (
-        f"{'operation':<44} {'N':>9} {'p50':>9} {'p95':>9} {'floor p50':>10} {'p95':>9} "
-        f"{'ratio':>7}"
-    )
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        ratio = r["lantern_p50"] / r["raw_p50"]
-        lines.append(
-            f"{r['operation']:<44} {r['n']:>9,} {r['lantern_p50']:>9.2f} {r['lantern_p95']:>9.2f} "
-            f"{r['raw_p50']:>10.2f} {r['raw_p95']:>9.2f} {ratio:>6.2f}x"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--repeat", type=int, default=200, help="round trips per operation")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="lantern-mcp-bench-") as tmp:
-        print(render(bench_mcp(Path(tmp), args.sizes, args.repeat)))
+        rows = bench_mcp(Path(tmp), args.sizes, args.repeat)
+        print(render([Result(**row) for row in rows]))
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
 
 
