@@ -15,12 +15,23 @@ at once, instead of lingering in free pages until `forget` would have to find it
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, delete, or_, select, union_all, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Row,
+    Select,
+    bindparam,
+    delete,
+    select,
+    union_all,
+    update,
+)
+from sqlalchemy.sql.base import Executable
 
 from lantern import history, memory_refs, memory_search, validation
 from lantern.dialect import insert_ignoring_conflicts
@@ -30,12 +41,14 @@ from lantern.memory_filters import (
     LIST_ORDER,
     MemoryFilter,
     after_branches,
+    branches,
     cursor_for,
     parse_cursor,
 )
 from lantern.models import memory_history
 from lantern.models import memory_records as table
 from lantern.models import memory_refs as refs_table
+from lantern.prepared import Prepared
 from lantern.query import parse_query
 from lantern.records import (
     DanglingRef,
@@ -57,6 +70,7 @@ Records = list[MemoryRecord]
 DanglingRefs = list[DanglingRef]
 
 _BATCH = 500
+_MAX_SHAPES = 256
 _MAX_CHAIN = 10_000  # a supersede chain longer than this is not a chain Lantern made
 
 
@@ -71,6 +85,23 @@ class MemoryRepository:
     def __init__(self, store: Store, scopes: ScopePolicy = UNRESTRICTED) -> None:
         self._store = store
         self._scopes = scopes
+        self._statements: dict[tuple[object, ...], Prepared] = {}
+
+    def _policy(self) -> list[ColumnElement[bool]]:
+        return self._scopes.clauses(self._store.dialect)
+
+    def _prepared(self, shape: tuple[object, ...], build: Callable[[], Executable]) -> Prepared:
+        """The compiled statement for this shape of query, built on first use.
+
+        Listings and searches vary in their values far more than in their shape, and building
+        and compiling a statement costs more than running it; the shapes seen are few.
+        """
+        statement = self._statements.get(shape)
+        if statement is None:
+            if len(self._statements) >= _MAX_SHAPES:
+                self._statements.clear()
+            statement = self._statements[shape] = Prepared(build())
+        return statement
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
@@ -589,23 +620,36 @@ class MemoryRepository:
         if after is not None and offset:
             raise InvalidInput("give either an offset or a cursor (after), not both")
         key = None if after is None else parse_cursor(after)
-        at = now()
-        with self._store.read() as conn:
-            where = [
-                *filters.clauses(conn.dialect.name, at),
-                *self._scopes.clauses(conn.dialect.name),
-            ]
-            if key is None:
-                stmt = select(table).where(*where).order_by(*LIST_ORDER)
-                stmt = stmt.limit(limit + 1).offset(offset)
-            else:
+        conditions = filters.conditions(self._store.dialect, now())
+        values = {**conditions.values, "limit": limit + 1, "offset": offset}
+        if key is None:
+
+            def listing() -> Select[Any]:
+                return (
+                    select(table)
+                    .where(*conditions.clauses(), *self._policy())
+                    .order_by(*LIST_ORDER)
+                    .limit(bindparam("limit"))
+                    .offset(bindparam("offset"))
+                )
+
+            statement = self._prepared(("list", conditions.key), listing)
+        else:
+            after_values, _ = after_branches(key, all_statuses=filters.status == "all")
+            values.update(after_values)
+
+            def paging() -> Select[Any]:
                 # One small ordered query per seekable branch, merged (see after_branches).
+                where = [*conditions.clauses(), *self._policy()]
                 parts = [
-                    select(table).where(*where, branch).order_by(*LIST_ORDER).limit(limit + 1)
-                    for branch in after_branches(key, all_statuses=filters.status == "all")
+                    select(table)
+                    .where(*where, branch)
+                    .order_by(*LIST_ORDER)
+                    .limit(bindparam("limit"))
+                    for branch in branches(after_values, all_statuses=filters.status == "all")
                 ]
                 merged = union_all(*(select(part.subquery()) for part in parts)).subquery()
-                stmt = (
+                return (
                     select(merged)
                     .order_by(
                         merged.c.status,
@@ -614,9 +658,11 @@ class MemoryRepository:
                         merged.c.updated_at.desc(),
                         merged.c.id,
                     )
-                    .limit(limit + 1)
+                    .limit(bindparam("limit"))
                 )
-            records = [row_to_record(row) for row in conn.execute(stmt)]
+
+            statement = self._prepared(("page", conditions.key, filters.status == "all"), paging)
+        records = [row_to_record(row) for row in self._store.fetch(statement, values)]
         more = len(records) > limit
         records = records[:limit]
         return Page(records, cursor_for(records[-1]) if more and records else None)
@@ -675,27 +721,37 @@ class MemoryRepository:
         parsed = parse_query(query)
         if parsed is None:
             return Page([])
-        at = now()
-        with self._store.read() as conn:
-            source, match, score = memory_search.matching(conn.dialect.name, parsed)
-            where = [
-                match,
-                *filters.clauses(conn.dialect.name, at),
-                *self._scopes.clauses(conn.dialect.name),
-            ]
-            if key is not None:
-                where.append(or_(*after_branches(key, all_statuses=filters.status == "all")))
+        dialect = self._store.dialect
+        conditions = filters.conditions(dialect, now())
+        values = {
+            **conditions.values,
+            "match": memory_search.match_value(dialect, parsed),
+            "limit": limit + 1,
+            "offset": offset,
+        }
+        all_statuses = filters.status == "all"
+        paged = after_branches(key, all_statuses=all_statuses) if key is not None else None
+        if paged is not None:
+            values.update(paged[0])
+
+        def searching() -> Select[Any]:
+            source, match, score = memory_search.matching(dialect)
+            where = [match, *conditions.clauses(), *self._policy()]
+            if paged is not None:
+                where.append(paged[1](paged[0]))
             ordering = [*LIST_ORDER] if order == "policy" else [score.desc(), *LIST_ORDER]
-            stmt = (
+            return (
                 select(table, score.label("score"))
                 .select_from(source)
                 .where(*where)
                 .order_by(*ordering)
-                .limit(limit + 1)
-                .offset(offset)
+                .limit(bindparam("limit"))
+                .offset(bindparam("offset"))
             )
-            rows = conn.execute(stmt).all()
-        matches = [MemoryMatch(record=row_to_record(row), score=float(row.score)) for row in rows]
+
+        shape = ("search", conditions.key, order, paged is not None, all_statuses)
+        rows = self._store.fetch(self._prepared(shape, searching), values)
+        matches = [MemoryMatch(record=row_to_record(row), score=float(row[_SCORE])) for row in rows]
         more = len(matches) > limit
         matches = matches[:limit]
         cursor = cursor_for(matches[-1].record) if more and order == "policy" else None
@@ -716,6 +772,7 @@ class MemoryRepository:
 _FIELDS = itemgetter(
     *(list(table.c.keys()).index(field.name) for field in dataclasses.fields(MemoryRecord))
 )
+_SCORE = len(table.c)  # a search row: the record's columns, then its score
 
 
 def row_to_record(row: Row[Any]) -> MemoryRecord:

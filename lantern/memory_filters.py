@@ -16,11 +16,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, literal, or_, tuple_
+from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, or_, true, tuple_
 
 from lantern import validation
 from lantern.errors import InvalidInput
@@ -92,30 +92,126 @@ class MemoryFilter:
             include_expired=bool(include_expired),
         )
 
-    def clauses(self, dialect: str, at: int) -> list[ColumnElement[bool]]:
-        """The WHERE conditions, evaluated at time `at` (for expiry)."""
-        found: list[ColumnElement[bool]] = []
+    def conditions(self, dialect: str, at: int) -> Conditions:
+        """The WHERE conditions, evaluated at time `at` (for expiry), as named parameters."""
+        parts: list[Part] = []
         if self.scopes:
-            found.append(scope_clause(dialect, self.scopes))
+            parts.extend(scope_parts(dialect, self.scopes, "scope"))
         if self.kinds:
-            found.append(_equal_or_in(table.c.kind, self.kinds))
+            parts.append(_any_of(table.c.kind, "kind", self.kinds))
         if self.status != "all":
-            found.append(table.c.status == self.status)
-        if self.min_priority is not None:
-            found.append(table.c.priority >= self.min_priority)
-        if self.min_urgency is not None:
-            found.append(table.c.urgency >= self.min_urgency)
-        if self.min_confidence is not None:
-            found.append(table.c.confidence >= self.min_confidence)
-        if self.updated_since is not None:
-            found.append(table.c.updated_at >= self.updated_since)
+            parts.append(({"status": self.status}, lambda v: table.c.status == _bound(v, "status")))
+        for name, value in (
+            ("min_priority", self.min_priority),
+            ("min_urgency", self.min_urgency),
+            ("min_confidence", self.min_confidence),
+            ("updated_since", self.updated_since),
+        ):
+            if value is not None:
+                parts.append(({name: value}, _at_least(name)))
         if self.updated_before is not None:
-            found.append(table.c.updated_at < self.updated_before)
+            parts.append(
+                (
+                    {"updated_before": self.updated_before},
+                    lambda v: table.c.updated_at < _bound(v, "updated_before"),
+                )
+            )
         if self.cites:
-            found.append(cites_clause(self.cites, through_chunks=self.through_chunks))
+            parts.append(_cites_part(self.cites, self.through_chunks))
         if not self.include_expired:
-            found.append(or_(table.c.expires_at.is_(None), table.c.expires_at > at))
-        return found
+            parts.append(({"at": at}, _unexpired))
+        return Conditions.of(parts, extra=(dialect, self._source_cites()))
+
+    def _source_cites(self) -> tuple[bool, ...]:
+        # Which cited references are sources changes the SQL when they reach through chunks.
+        if not self.through_chunks:
+            return ()
+        return tuple(ref_type == "source" for ref_type, _ in self.cites)
+
+    def clauses(self, dialect: str, at: int) -> list[ColumnElement[bool]]:
+        """The WHERE conditions, with their values bound (see `conditions`)."""
+        return self.conditions(dialect, at).clauses()
+
+
+Values = dict[str, Any]
+Part = tuple[Values, Callable[[Values], ColumnElement[bool]]]
+"""The values one condition binds, and how to build it from them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Conditions:
+    """WHERE conditions as named parameters and a way to build them.
+
+    `key` names the shape of the SQL (which conditions, how many values each), so that a
+    statement compiled for one set of values serves any other set of the same shape: only
+    `values` change from call to call, and building the clauses is needed once per shape.
+    """
+
+    key: tuple[object, ...]
+    values: Values
+    parts: tuple[Part, ...]
+
+    @classmethod
+    def of(cls, parts: Iterable[Part], *, extra: tuple[object, ...] = ()) -> Conditions:
+        parts = tuple(parts)
+        values: Values = {}
+        for bound, _build in parts:
+            values.update(bound)
+        return cls((*extra, *values), values, parts)
+
+    def clauses(self) -> list[ColumnElement[bool]]:
+        return [build(bound) for bound, build in self.parts]
+
+
+_MINIMUM_OF = {
+    "min_priority": table.c.priority,
+    "min_urgency": table.c.urgency,
+    "min_confidence": table.c.confidence,
+    "updated_since": table.c.updated_at,
+}
+
+
+def _at_least(name: str) -> Callable[[Values], ColumnElement[bool]]:
+    column = _MINIMUM_OF[name]
+    return lambda values: column >= _bound(values, name)
+
+
+def _unexpired(values: Values) -> ColumnElement[bool]:
+    return or_(table.c.expires_at.is_(None), table.c.expires_at > _bound(values, "at"))
+
+
+def _bound(values: Values, name: str) -> BindParameter[Any]:
+    return bindparam(name, values[name])
+
+
+def _any_of(column: Any, name: str, choices: Iterable[str]) -> Part:
+    values = {f"{name}_{i}": choice for i, choice in enumerate(choices)}
+
+    def build(v: Values) -> ColumnElement[bool]:
+        # A single value as `=`, which every planner reads as an index equality.
+        binds = [_bound(v, key) for key in v]
+        result: ColumnElement[bool] = column == binds[0] if len(binds) == 1 else column.in_(binds)
+        return result
+
+    return values, build
+
+
+def _cites_part(cites: tuple[tuple[str, str], ...], through_chunks: bool) -> Part:
+    values: Values = {}
+    for i, (ref_type, ref_id) in enumerate(cites):
+        values[f"cite_type_{i}"] = ref_type
+        values[f"cite_id_{i}"] = ref_id
+
+    def build(v: Values) -> ColumnElement[bool]:
+        keys = [(_bound(v, f"cite_type_{i}"), _bound(v, f"cite_id_{i}")) for i in range(len(cites))]
+        sources = [
+            key[1]
+            for key, (ref_type, _) in zip(keys, cites, strict=True)
+            if through_chunks and ref_type == "source"
+        ]
+        return cites_clause(keys, source_ids=sources)
+
+    return values, build
 
 
 def _optional_confidence(value: object) -> float | None:
@@ -135,40 +231,57 @@ def _as_list(value: str | Iterable[str] | None) -> list[str]:
     return list(value)
 
 
-def _equal_or_in(column: Any, values: tuple[str, ...]) -> ColumnElement[bool]:
-    # A single value as `=`, which every planner reads as an index equality.
-    result: ColumnElement[bool] = column == values[0] if len(values) == 1 else column.in_(values)
-    return result
-
-
-def scope_clause(dialect: str, patterns: Iterable[tuple[str, bool]]) -> ColumnElement[bool]:
-    """Exact scopes and scope prefixes, any of them.
+def scope_parts(dialect: str, patterns: Iterable[tuple[str, bool]], name: str) -> list[Part]:
+    """Exact scopes and scope prefixes, any of them, as a condition with named parameters.
 
     No pattern language reaches the database: an exact scope is compared with `=`; a prefix
     becomes a range on SQLite (`scope >= prefix AND scope < next`, in the BINARY order of
     UTF-8, which the index serves; LIKE would ignore ASCII case there) and an escaped LIKE on
     PostgreSQL (whose collation may not order strings bytewise). So `%`, `_`, `/` and `*` in a
-    scope are ordinary characters.
+    scope are ordinary characters. An empty prefix (`*`) admits every scope: no condition.
     """
-    exact = tuple(text for text, prefix in patterns if not prefix)
-    conditions: list[ColumnElement[bool]] = []
-    if exact:
-        conditions.append(_equal_or_in(table.c.scope, exact))
-    for text, prefix in patterns:
-        if prefix:
-            conditions.append(_prefix(dialect, text))
-    return conditions[0] if len(conditions) == 1 else or_(*conditions)
+    patterns = list(patterns)
+    if any(prefix and not text for text, prefix in patterns):
+        return []
+    values: Values = {}
+    for i, (text, prefix) in enumerate(patterns):
+        if not prefix:
+            values[f"{name}_{i}"] = text
+        elif dialect == "postgresql":
+            escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            values[f"{name}_like_{i}"] = escaped + "%"
+        else:
+            values[f"{name}_from_{i}"] = text
+            upper = next_string(text)
+            if upper is not None:
+                values[f"{name}_to_{i}"] = upper
+
+    def build(v: Values) -> ColumnElement[bool]:
+        column = table.c.scope
+        exact = [_bound(v, f"{name}_{i}") for i in range(len(patterns)) if f"{name}_{i}" in v]
+        conditions: list[ColumnElement[bool]] = []
+        if exact:
+            conditions.append(column == exact[0] if len(exact) == 1 else column.in_(exact))
+        for i in range(len(patterns)):
+            if f"{name}_like_{i}" in v:
+                conditions.append(column.like(_bound(v, f"{name}_like_{i}"), escape="\\"))
+            elif f"{name}_from_{i}" in v:
+                lower = column >= _bound(v, f"{name}_from_{i}")
+                upper_name = f"{name}_to_{i}"
+                conditions.append(
+                    and_(lower, column < _bound(v, upper_name)) if upper_name in v else lower
+                )
+        return conditions[0] if len(conditions) == 1 else or_(*conditions)
+
+    return [(values, build)]
 
 
-def _prefix(dialect: str, prefix: str) -> ColumnElement[bool]:
-    if not prefix:
-        return literal(True)
-    if dialect == "postgresql":
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return table.c.scope.like(escaped + "%", escape="\\")
-    upper = next_string(prefix)
-    lower = table.c.scope >= prefix
-    return lower if upper is None else and_(lower, table.c.scope < upper)
+def scope_clause(
+    dialect: str, patterns: Iterable[tuple[str, bool]], name: str = "scope"
+) -> ColumnElement[bool]:
+    """`scope_parts` as one condition with its values bound (true when any scope is admitted)."""
+    parts = scope_parts(dialect, patterns, name)
+    return parts[0][1](parts[0][0]) if parts else true()
 
 
 def next_string(prefix: str) -> str | None:
@@ -227,30 +340,47 @@ def parse_cursor(value: object) -> CursorKey:
     return CursorKey(*keys)
 
 
-def after_branches(key: CursorKey, *, all_statuses: bool) -> list[ColumnElement[bool]]:
+def after_branches(key: CursorKey, *, all_statuses: bool) -> Part:
     """Conditions whose union is "after `key` in the list order", each one index-seekable.
 
     The order mixes directions (status and id ascending, the rest descending), so no single
     row-value comparison expresses it, and the equivalent OR of ANDs makes SQLite scan from the
-    start of the scope (measured: 53 ms at 300k records against 0.07 ms). Each branch below is
-    an equality prefix plus one range the composite index can seek to; the caller runs them as
-    a UNION ALL of small ordered queries.
+    start of the scope (measured: 53 ms at 300k records against 0.07 ms). Each branch is an
+    equality prefix plus one range the composite index can seek to; the caller runs them as a
+    UNION ALL of small ordered queries (or ORs them, inside a search). The values are named
+    `after_*`; the part builds the OR of the branches, `branches` builds them one by one.
     """
-    same = table.c.status == key.status
-    branches: list[ColumnElement[bool]] = [
+    values: Values = {
+        "after_status": key.status,
+        "after_priority": key.priority,
+        "after_urgency": key.urgency,
+        "after_updated_at": key.updated_at,
+        "after_id": key.id,
+    }
+    return values, lambda v: or_(*branches(v, all_statuses=all_statuses))
+
+
+def branches(values: Values, *, all_statuses: bool) -> list[ColumnElement[bool]]:
+    """The branches of `after_branches`, one condition each."""
+    same = table.c.status == _bound(values, "after_status")
+    found: list[ColumnElement[bool]] = [
         and_(
             same,
-            table.c.priority == key.priority,
-            table.c.urgency == key.urgency,
-            table.c.updated_at == key.updated_at,
-            table.c.id > key.id,
+            table.c.priority == _bound(values, "after_priority"),
+            table.c.urgency == _bound(values, "after_urgency"),
+            table.c.updated_at == _bound(values, "after_updated_at"),
+            table.c.id > _bound(values, "after_id"),
         ),
         and_(
             same,
             tuple_(table.c.priority, table.c.urgency, table.c.updated_at)
-            < tuple_(key.priority, key.urgency, key.updated_at),
+            < tuple_(
+                _bound(values, "after_priority"),
+                _bound(values, "after_urgency"),
+                _bound(values, "after_updated_at"),
+            ),
         ),
     ]
     if all_statuses:
-        branches.append(table.c.status > key.status)
-    return branches
+        found.append(table.c.status > _bound(values, "after_status"))
+    return found

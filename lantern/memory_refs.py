@@ -91,11 +91,10 @@ def require_resolvable(conn: Connection, refs: Iterable[Mapping[str, Any]]) -> N
 
 
 def cites_clause(
-    keys: Iterable[tuple[str, str]], *, through_chunks: bool = False
+    keys: Iterable[tuple[Any, Any]], *, source_ids: Sequence[Any] = ()
 ) -> ColumnElement[bool]:
-    """Records holding any of these references; `through_chunks` extends a `source` reference
-    to the chunks of that source."""
-    keys = list(keys)
+    """Records holding any of these `(type, id)` references (values or bound parameters), or,
+    for `source_ids`, a reference to any chunk of those sources."""
     citing = exists().where(
         memory_refs.c.record_id == memory_records.c.id,
         or_(
@@ -105,8 +104,7 @@ def cites_clause(
             )
         ),
     )
-    source_ids = [ref_id for ref_type, ref_id in keys if ref_type == "source"]
-    if not through_chunks or not source_ids:
+    if not source_ids:
         return citing
     of_sources = select(chunks.c.id).where(chunks.c.source_id.in_(source_ids))
     via_chunks = exists().where(

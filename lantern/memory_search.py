@@ -27,6 +27,7 @@ from sqlalchemy import (
     Connection,
     Float,
     FromClause,
+    Text,
     bindparam,
     cast,
     column,
@@ -109,13 +110,18 @@ def merge_all(conn: Connection) -> None:
         conn.execute(text("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')"))
 
 
-def matching(
-    dialect: str, query: ParsedQuery
-) -> tuple[FromClause, ColumnElement[bool], ColumnElement[float]]:
-    """What to select from, the match condition, and the score (higher is better)."""
+def matching(dialect: str) -> tuple[FromClause, ColumnElement[bool], ColumnElement[float]]:
+    """What to select from, the match condition, and the score (higher is better).
+
+    The query is the bound parameter `match`, whose value `match_value` gives.
+    """
     if dialect == "postgresql":
-        tsquery = func.to_tsquery(_SIMPLE, bindparam("tsquery", query.to_tsquery()))
+        tsquery = func.to_tsquery(_SIMPLE, bindparam("match", type_=Text))
         score: ColumnElement[float] = cast(func.ts_rank_cd(_TSVECTOR, tsquery, 1), Float)
         return memory_records, _TSVECTOR.op("@@")(tsquery), score
     source = _FTS.join(memory_records, memory_records.c.id == _FTS.c.record_id)
-    return source, _FTS_NAME.match(query.to_fts5()), -func.bm25(_FTS_NAME)
+    return source, _FTS_NAME.match(bindparam("match", type_=Text)), -func.bm25(_FTS_NAME)
+
+
+def match_value(dialect: str, query: ParsedQuery) -> str:
+    return query.to_tsquery() if dialect == "postgresql" else query.to_fts5()

@@ -71,7 +71,7 @@ class ScopePolicy:
             return []
         from lantern.memory_filters import scope_clause
 
-        return [scope_clause(dialect, self.patterns)]
+        return [scope_clause(dialect, self.patterns, name="policy")]
 
     def check_write(self, scope: str) -> None:
         """Refuse to create a record in a scope outside the policy."""

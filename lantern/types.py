@@ -41,8 +41,9 @@ class JSONText(TypeDecorator[Any]):
         return dumps(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Any:
-        if value is None or value == "":
-            return json.loads(self.empty)
+        if value is None or value in ("", self.empty):
+            # Most stored values are empty; a fresh one each time, as json.loads would give.
+            return [] if self.empty == "[]" else {}
         if isinstance(value, str):
             return json.loads(value)
         return value

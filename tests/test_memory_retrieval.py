@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
 from lantern.memory_filters import cursor_for, next_string, parse_cursor
+from lantern.prepared import Prepared
 from lantern.records import MemoryRecord, order_keys
 from tests.memory_helpers import BASE_TIME, Clock
 
@@ -374,16 +374,17 @@ def test_explain_keys_follow_the_documented_order(lt: Lantern) -> None:
 def _plans(lt: Lantern, call: Any) -> list[str]:
     """The SQLite query plan of every SELECT on memory_records that `call` runs."""
     captured: list[tuple[str, Any]] = []
+    rows_on = Prepared.rows_on
 
-    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+    def capture(prepared: Prepared, driver: Any, dialect: Any, params: Any = None) -> Any:
+        statement, values = prepared.explainable(dialect, params)
         if statement.lstrip().upper().startswith("SELECT") and "memory_records" in statement:
-            captured.append((statement, parameters))
+            captured.append((statement, tuple(values)))
+        return rows_on(prepared, driver, dialect, params)
 
-    event.listen(lt.store.engine, "before_cursor_execute", capture)
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Prepared, "rows_on", capture)
         call()
-    finally:
-        event.remove(lt.store.engine, "before_cursor_execute", capture)
     plans = []
     with lt.store.read() as conn:
         for statement, parameters in captured:
