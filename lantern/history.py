@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, bindparam, delete, insert, select
 
 from lantern.models import memory_history
+from lantern.prepared import Prepared
 from lantern.records import HistoryEntry, MemoryRecord
 from lantern.validation import canonical_json
 
@@ -78,10 +79,18 @@ def diff(before: MemoryRecord, after: MemoryRecord) -> tuple[dict[str, Any], dic
     return {name: old[name] for name in changed}, {name: new[name] for name in changed}
 
 
+_APPEND = Prepared(
+    insert(memory_history).values(
+        record_id=bindparam("record_id"),
+        event=bindparam("event"),
+        at=bindparam("at"),
+        changes=bindparam("changes", type_=memory_history.c.changes.type),
+    )
+)
+
+
 def append(conn: Connection, rows: Iterable[Row]) -> None:
-    rows = list(rows)
-    if rows:
-        conn.execute(memory_history.insert(), rows)
+    _APPEND.execute_many(conn, list(rows))
 
 
 def read(conn: Connection, record_id: str) -> list[HistoryEntry]:

@@ -48,7 +48,7 @@ from lantern.memory_filters import (
 from lantern.models import memory_history
 from lantern.models import memory_records as table
 from lantern.models import memory_refs as refs_table
-from lantern.prepared import Prepared
+from lantern.prepared import Prepared, driver_of
 from lantern.query import parse_query
 from lantern.records import (
     DanglingRef,
@@ -107,7 +107,7 @@ class MemoryRepository:
     def _write(self) -> Iterator[Connection]:
         with self._store.write() as conn:
             if conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("PRAGMA secure_delete = ON")
+                driver_of(conn).execute("PRAGMA secure_delete = ON")
             yield conn
 
     # --- writing ------------------------------------------------------------------------------
@@ -812,24 +812,25 @@ def row_to_record(row: Row[Any]) -> MemoryRecord:
 # Hot statements built once, with bound parameters: building a statement per call (and its
 # cache key) cost more than running it.
 _BY_ID = select(table).where(table.c.id == bindparam("record_id"))
-_BY_ID_FOR_UPDATE = _BY_ID.with_for_update()
-_SET_STATUS = (
+_FETCH = Prepared(_BY_ID)
+_FETCH_FOR_UPDATE = Prepared(_BY_ID.with_for_update())
+_SET_STATUS = Prepared(
     update(table)
     .where(table.c.id == bindparam("record_id"))
     .values(status=bindparam("new_status"), updated_at=bindparam("at"))
 )
-_INSERT: dict[str, Any] = {}
+_INSERT: dict[str, Prepared] = {}
 
 
 def _fetch(
     conn: Connection, record_id: str, scopes: ScopePolicy, *, for_update: bool = False
 ) -> MemoryRecord | None:
     """The record with this id, or None when there is none or it is outside `scopes`."""
-    stmt = _BY_ID_FOR_UPDATE if for_update else _BY_ID
-    row = conn.execute(stmt, {"record_id": record_id}).first()
-    if row is None:
+    statement = _FETCH_FOR_UPDATE if for_update else _FETCH
+    rows = statement.rows(conn, {"record_id": record_id})
+    if not rows:
         return None
-    record = row_to_record(row)
+    record = row_to_record(rows[0])
     return record if scopes.allows(record.scope) else None
 
 
@@ -989,15 +990,13 @@ def _insert(conn: Connection, record: MemoryRecord) -> bool:
     False when the id was taken meanwhile (the insert skips existing keys, so that concurrent
     writers of the same memory never collide); nothing else is written then.
     """
-    values = _row(record)
-    stmt = _INSERT.get(conn.dialect.name)
-    if stmt is None:
+    statement = _INSERT.get(conn.dialect.name)
+    if statement is None:
         # RETURNING tells whether the row went in (psycopg reports no rowcount for this form).
-        stmt = _INSERT[conn.dialect.name] = insert_ignoring_conflicts(conn, table).returning(
-            table.c.id
+        statement = _INSERT[conn.dialect.name] = Prepared(
+            insert_ignoring_conflicts(conn, table).returning(table.c.id)
         )
-    inserted = conn.execute(stmt, values).first()
-    if inserted is None:
+    if not statement.rows(conn, _row(record)):
         return False
     memory_search.index(conn, [(record.id, record.content)])
     memory_refs.write(conn, [(record.id, record.source_refs)])
@@ -1006,7 +1005,7 @@ def _insert(conn: Connection, record: MemoryRecord) -> bool:
 
 
 def _retire(conn: Connection, old: MemoryRecord, successor_id: str, at: int) -> None:
-    conn.execute(_SET_STATUS, {"record_id": old.id, "new_status": "superseded", "at": at})
+    _SET_STATUS.rows(conn, {"record_id": old.id, "new_status": "superseded", "at": at})
     history.append(
         conn,
         [history.status_change(old, "superseded", "superseded", at, superseded_by=successor_id)],
@@ -1016,7 +1015,7 @@ def _retire(conn: Connection, old: MemoryRecord, successor_id: str, at: int) -> 
 def _set_status(
     conn: Connection, record: MemoryRecord, event: str, status: str, at: int
 ) -> MemoryRecord:
-    conn.execute(_SET_STATUS, {"record_id": record.id, "new_status": status, "at": at})
+    _SET_STATUS.rows(conn, {"record_id": record.id, "new_status": status, "at": at})
     history.append(conn, [history.status_change(record, event, status, at)])
     return dataclasses.replace(record, status=status, updated_at=at)
 

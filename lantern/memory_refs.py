@@ -18,15 +18,18 @@ from sqlalchemy import (
     Select,
     Table,
     and_,
+    bindparam,
     delete,
     exists,
     func,
+    insert,
     or_,
     select,
 )
 
 from lantern.errors import InvalidInput
 from lantern.models import chunks, memory_records, memory_refs, sources
+from lantern.prepared import Prepared
 from lantern.records import DanglingRef
 
 # The reference types that name rows of this store, and the table each one names.
@@ -52,8 +55,14 @@ def write(conn: Connection, rows: Iterable[tuple[str, Iterable[Mapping[str, Any]
         for record_id, refs in rows
         for ref_type, ref_id in ref_keys(refs)
     ]
-    if values:
-        conn.execute(memory_refs.insert(), values)
+    _WRITE.execute_many(conn, values)
+
+
+_WRITE = Prepared(
+    insert(memory_refs).values(
+        record_id=bindparam("record_id"), ref_type=bindparam("ref_type"), ref_id=bindparam("ref_id")
+    )
+)
 
 
 def replace(conn: Connection, record_id: str, refs: Iterable[Mapping[str, Any]]) -> None:

@@ -39,6 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import ColumnClause
 
 from lantern.models import memory_records
+from lantern.prepared import Prepared
 from lantern.query import ParsedQuery
 
 FTS_TABLE = "memory_fts"
@@ -68,35 +69,32 @@ def index(conn: Connection, rows: Iterable[tuple[str, str]]) -> None:
     if conn.dialect.name != "sqlite":
         return
     ordered = sorted((fts_rowid(record_id), record_id, content) for record_id, content in rows)
-    values = [
-        {"rowid": rowid, "record_id": record_id, "content": content}
-        for rowid, record_id, content in ordered
-    ]
-    if values:
-        conn.execute(
-            text(
-                "INSERT INTO memory_fts (rowid, record_id, content) "
-                "VALUES (:rowid, :record_id, :content)"
-            ),
-            values,
-        )
+    _INDEX.execute_many(
+        conn,
+        [
+            {"rowid": rowid, "record_id": record_id, "content": content}
+            for rowid, record_id, content in ordered
+        ],
+    )
 
 
 def reindex(conn: Connection, record_id: str, content: str) -> None:
     if conn.dialect.name != "sqlite":
         return
-    conn.execute(
-        text("UPDATE memory_fts SET content = :content WHERE rowid = :rowid"),
-        {"content": content, "rowid": fts_rowid(record_id)},
-    )
+    _REINDEX.rows(conn, {"content": content, "rowid": fts_rowid(record_id)})
 
 
 def unindex(conn: Connection, record_id: str) -> None:
     if conn.dialect.name != "sqlite":
         return
-    conn.execute(
-        text("DELETE FROM memory_fts WHERE rowid = :rowid"), {"rowid": fts_rowid(record_id)}
-    )
+    _UNINDEX.rows(conn, {"rowid": fts_rowid(record_id)})
+
+
+_INDEX = Prepared(
+    text("INSERT INTO memory_fts (rowid, record_id, content) VALUES (:rowid, :record_id, :content)")
+)
+_REINDEX = Prepared(text("UPDATE memory_fts SET content = :content WHERE rowid = :rowid"))
+_UNINDEX = Prepared(text("DELETE FROM memory_fts WHERE rowid = :rowid"))
 
 
 def merge_all(conn: Connection) -> None:
