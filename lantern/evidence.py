@@ -323,8 +323,7 @@ class EvidenceRepository:
             if parsed is None:
                 return []
             prepared = parsed
-        with self._store.read() as conn:
-            return search_chunks(conn, prepared, filters, checked_limit)
+        return search_chunks(self._store, prepared, filters, checked_limit)
 
     # --- inspect and remove ---------------------------------------------------------------
 

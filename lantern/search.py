@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
-    Connection,
     Float,
     Select,
+    Text,
     bindparam,
     cast,
     column,
@@ -41,10 +42,12 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnClause
 
-from lantern.errors import InvalidInput
+from lantern.errors import InvalidInput, LanternError
 from lantern.models import chunks, sources
+from lantern.prepared import Prepared
 from lantern.query import ParsedQuery
 from lantern.records import SearchHit
+from lantern.store import Store
 
 MARK_START = "«"
 MARK_END = "»"
@@ -89,50 +92,87 @@ class SearchFilters:
     until: int | None = None
     """Chunks ingested before this time (unix seconds)."""
 
+    def values(self) -> dict[str, Any]:
+        """The bound values of `clauses`, named; their names are the shape of the SQL."""
+        found: dict[str, Any] = {}
+        for i, kind in enumerate(self.kinds):
+            found[f"kind_{i}"] = kind
+        for i, value in enumerate(self.sources):
+            found[f"source_{i}"] = value
+            found[f"source_len_{i}"] = len(value)
+        if self.since is not None:
+            found["since"] = self.since
+        if self.until is not None:
+            found["until"] = self.until
+        return found
+
     def clauses(self) -> list[ColumnElement[bool]]:
+        values = self.values()
         found: list[ColumnElement[bool]] = []
         if self.kinds:
-            found.append(sources.c.kind.in_(self.kinds))
+            kinds = [_bound(values, f"kind_{i}") for i in range(len(self.kinds))]
+            found.append(sources.c.kind.in_(kinds))
         if self.sources:
             found.append(
                 or_(
                     *(
                         or_(
-                            sources.c.id == value,
-                            func.substr(sources.c.uri, 1, len(value)) == value,
+                            sources.c.id == _bound(values, f"source_{i}"),
+                            func.substr(sources.c.uri, 1, _bound(values, f"source_len_{i}"))
+                            == _bound(values, f"source_{i}"),
                         )
-                        for value in self.sources
+                        for i in range(len(self.sources))
                     )
                 )
             )
         if self.since is not None:
-            found.append(chunks.c.created_at >= self.since)
+            found.append(chunks.c.created_at >= _bound(values, "since"))
         if self.until is not None:
-            found.append(chunks.c.created_at < self.until)
+            found.append(chunks.c.created_at < _bound(values, "until"))
         return found
 
 
+def _bound(values: dict[str, Any], name: str) -> BindParameter[Any]:
+    return bindparam(name, values[name])
+
+
+# Compiled search statements by engine and filter shape (see `lantern.prepared`).
+_STATEMENTS: dict[tuple[object, ...], Prepared] = {}
+_MAX_SHAPES = 256
+
+
 def search_chunks(
-    conn: Connection, query: ParsedQuery | str, filters: SearchFilters, limit: int
+    store: Store, query: ParsedQuery | str, filters: SearchFilters, limit: int
 ) -> list[SearchHit]:
     """The best `limit` chunks for `query`: parsed user input, or a raw engine query (str).
 
     A raw query the engine cannot parse raises `InvalidInput`; a parsed query never fails.
     """
-    if conn.dialect.name == "postgresql":
+    dialect = store.dialect
+    if dialect == "postgresql":
         engine = "PostgreSQL to_tsquery"
         text = query if isinstance(query, str) else query.to_tsquery()
-        stmt = _postgres_statement(text, filters, limit)
+        build = _postgres_statement
     else:
         engine = "SQLite FTS5"
         text = query if isinstance(query, str) else query.to_fts5()
-        stmt = _sqlite_statement(text, filters, limit)
+        build = _sqlite_statement
+    values = {**filters.values(), "match": text, "limit": limit}
+    shape = (dialect, *values)
+    statement = _STATEMENTS.get(shape)
+    if statement is None:
+        if len(_STATEMENTS) >= _MAX_SHAPES:
+            _STATEMENTS.clear()
+        statement = _STATEMENTS[shape] = Prepared(build(filters))
     try:
-        rows = conn.execute(stmt).all()
-    except DBAPIError as exc:
-        if isinstance(query, str) and _is_query_error(exc):
+        rows = store.fetch(statement, values)
+    except InvalidInput:
+        raise
+    except LanternError as exc:
+        cause = exc.__cause__
+        if isinstance(query, str) and cause is not None and _is_query_error(cause):
             raise InvalidInput(
-                f"the raw query is not valid {engine} syntax ({_first_line(exc)}); "
+                f"the raw query is not valid {engine} syntax ({_first_line(cause)}); "
                 "leave out --raw to search for the words as typed"
             ) from exc
         raise
@@ -151,7 +191,7 @@ def _columns() -> list[Any]:
     ]
 
 
-def _sqlite_statement(match: str, filters: SearchFilters, limit: int) -> Select[Any]:
+def _sqlite_statement(filters: SearchFilters) -> Select[Any]:
     """FTS5 finds and ranks; the joins only fetch provenance and apply the filters."""
     bm25 = func.bm25(_FTS_TABLE)
     snippet = func.snippet(_FTS_TABLE, 0, MARK_START, MARK_END, ELLIPSIS, SNIPPET_TOKENS)
@@ -162,22 +202,22 @@ def _sqlite_statement(match: str, filters: SearchFilters, limit: int) -> Select[
                 sources, sources.c.id == chunks.c.source_id
             )
         )
-        .where(_FTS_TABLE.match(match), *filters.clauses())
+        .where(_FTS_TABLE.match(bindparam("match", type_=Text)), *filters.clauses())
         .order_by(bm25, chunks.c.id)
-        .limit(limit)
+        .limit(bindparam("limit"))
     )
 
 
-def _postgres_statement(tsquery: str, filters: SearchFilters, limit: int) -> Select[Any]:
+def _postgres_statement(filters: SearchFilters) -> Select[Any]:
     """The GIN index finds, ts_rank_cd ranks; ts_headline runs on the returned rows only."""
-    query = func.to_tsquery(_SIMPLE, bindparam("tsquery", tsquery))
+    query = func.to_tsquery(_SIMPLE, bindparam("match", type_=Text))
     score = cast(func.ts_rank_cd(_TSVECTOR, query, 1), Float)
     best = (
         select(*_columns(), chunks.c.text, score.label("score"))
         .select_from(chunks.join(sources, sources.c.id == chunks.c.source_id))
         .where(_TSVECTOR.op("@@")(query), *filters.clauses())
         .order_by(score.desc(), chunks.c.id)
-        .limit(limit)
+        .limit(bindparam("limit"))
         .subquery("best")
     )
     snippet = func.ts_headline(_SIMPLE, best.c.text, query, _HEADLINE_OPTIONS)
@@ -199,18 +239,20 @@ def _hit(row: Any) -> SearchHit:
         ordinal=row[4],
         start_offset=row[5],
         end_offset=row[6],
-        score=float(row.score),
-        snippet=row.snippet or "",
+        score=float(row[7]),
+        snippet=row[8] or "",
     )
 
 
-def _first_line(exc: DBAPIError) -> str:
-    detail = str(exc.orig if exc.orig is not None else exc).strip()
+def _first_line(exc: BaseException) -> str:
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    detail = str(orig if orig is not None else exc).strip()
     return detail.splitlines()[0] if detail else type(exc).__name__
 
 
-def _is_query_error(exc: DBAPIError) -> bool:
-    orig = exc.orig
+def _is_query_error(exc: BaseException) -> bool:
+    """Whether the driver error `exc` (wrapped by SQLAlchemy or not) is about the query."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
     if isinstance(orig, sqlite3.Error) and not isinstance(orig, sqlite3.OperationalError):
         return False
     if getattr(orig, "sqlstate", None) == _SYNTAX_ERROR:
