@@ -9,20 +9,26 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from lantern import health, migrations, transfer
+from lantern import migrations
 from lantern.errors import NotFound, PolicyRefused, SchemaMismatch
-from lantern.evidence import EvidenceRepository
-from lantern.inspection import Inspection, inspect_store
 from lantern.location import StoreLocation, resolve
 from lantern.memory import MemoryRepository
 from lantern.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store import Store, create_store_engine, prepare_sqlite_file
+
+if TYPE_CHECKING:
+    # Imported where used: a command that lists memories should not pay for ingest, health
+    # checks or export (see the architecture note on import time).
+    from lantern import health, transfer
+    from lantern.evidence import EvidenceRepository
+    from lantern.inspection import Inspection
 
 CITED_BY_LIMIT = 1_000
 """At most this many citing records are listed beside a source or chunk."""
@@ -59,7 +65,13 @@ class Lantern:
         self.store = store
         self.scopes = scopes
         self.memory = MemoryRepository(store, scopes)
-        self.evidence = EvidenceRepository(store)
+
+    @cached_property
+    def evidence(self) -> EvidenceRepository:
+        """Sources and chunks: ingest, search, show, remove."""
+        from lantern.evidence import EvidenceRepository
+
+        return EvidenceRepository(self.store)
 
     @classmethod
     def open(
@@ -159,21 +171,29 @@ class Lantern:
     def check(self) -> health.HealthReport:
         """Check the store's health without changing it (`lantern db check`)."""
         self._whole_store("check")
+        from lantern import health
+
         return health.check(self.store, url=self.location.display_url)
 
     def rebuild_index(self) -> health.RebuildReport:
         """Rebuild the full-text indexes and reference rows from their tables."""
         self._whole_store("rebuild-index")
+        from lantern import health
+
         return health.rebuild_indexes(self.store)
 
     def backup(self, target: str | os.PathLike[str], *, force: bool = False) -> health.BackupReport:
         """A consistent copy of a live SQLite store at `target` (`lantern db backup`)."""
         self._whole_store("backup")
+        from lantern import health
+
         return health.backup(self.store, target, force=force)
 
     def inspect(self) -> Inspection:
         """The store at a glance: where, how big, what schema, what it holds (`lantern inspect`)."""
         self._whole_store("inspect")
+        from lantern.inspection import inspect_store
+
         return inspect_store(
             self.store, url=self.location.display_url, size_bytes=_size_bytes(self.store)
         )
@@ -188,6 +208,8 @@ class Lantern:
     ) -> transfer.TransferReport:
         """Write the store, or part of it, as JSON Lines (README, "Export format")."""
         self._whole_store("export")
+        from lantern import transfer
+
         return transfer.export_jsonl(
             self.store, out, scope=scope, memories=memories, evidence=evidence
         )
@@ -195,6 +217,8 @@ class Lantern:
     def import_jsonl(self, source: IO[bytes]) -> transfer.TransferReport:
         """Add what an export holds and the store does not: idempotent, all or nothing."""
         self._whole_store("import")
+        from lantern import transfer
+
         return transfer.import_jsonl(self.store, source)
 
     def _whole_store(self, operation: str) -> None:

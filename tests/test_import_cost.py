@@ -1,0 +1,58 @@
+"""A command loads only what it needs: import time is most of a CLI call's cost.
+
+Timing is the benchmark's job (bench/run.py, "process rows"); this pins the cause instead:
+which heavy modules a common command pulls in.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+_SCRIPT = """
+import json, sys
+from lantern.cli import cli
+try:
+    cli.main(["--db", sys.argv[1], *sys.argv[2:]], standalone_mode=False)
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+# Needed only by migrations, the MCP server, PostgreSQL stores, evidence or whole-store work.
+NOT_FOR_MEMORY = (
+    "alembic",
+    "mcp",
+    "psycopg",
+    "sqlalchemy.dialects.postgresql",
+    "pathspec",
+    "lantern.evidence",
+    "lantern.ingest",
+    "lantern.health",
+    "lantern.transfer",
+    "lantern.mcpserver",
+)
+
+
+def _modules_after(tmp_path: Path, *args: str) -> set[str]:
+    ran = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(tmp_path / "store.db"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+    assert ran.returncode == 0, ran.stderr
+    return set(json.loads(ran.stdout.splitlines()[-1]))
+
+
+def test_memory_commands_load_no_migration_server_or_evidence_code(tmp_path: Path) -> None:
+    _modules_after(tmp_path, "memory", "add", "--kind", "fact", "first")  # creates the store
+    for args in (("memory", "list", "--json"), ("memory", "add", "--kind", "goal", "second")):
+        loaded = _modules_after(tmp_path, *args)
+        assert sorted(loaded & set(NOT_FOR_MEMORY)) == [], args
