@@ -38,7 +38,7 @@ from sqlalchemy import Connection, delete, func, select, text
 from sqlalchemy.exc import DBAPIError
 
 from lantern import memory_refs, memory_search, migrations
-from lantern.errors import InvalidInput, StoreIOError
+from lantern.errors import InvalidInput, NotAStore, StoreIOError
 from lantern.models import Base, memory_records
 from lantern.models import memory_refs as refs_table
 from lantern.records import JSONObject
@@ -390,8 +390,11 @@ def _sqlite_indexes(store: Store, tables: set[str]) -> dict[str, CheckResult]:
             results[name] = CheckResult(name, "skipped", (skipped,))
         return results
     if "memory_index" in todo:
-        with store.read() as conn:
-            _compare_memory_fts(conn, found["memory_index"])
+        try:
+            with store.read() as conn:
+                _compare_memory_fts(conn, found["memory_index"])
+        except NotAStore:
+            found["memory_index"].add("memory_fts cannot be read; rebuild it")
     for name in todo:
         results[name] = found[name].result(name)
     return results
@@ -451,6 +454,8 @@ def rebuild_indexes(store: Store) -> RebuildReport:
     SQLite: FTS5 `rebuild` for `chunks_fts` (it re-reads `chunks`), and `memory_fts` emptied and
     refilled from `memory_records` as the repository writes it, then merged into one segment
     with `secure_delete` on, so no text of a forgotten record survives in a dropped segment.
+    A `memory_fts` that FTS5 refuses for too many structure levels (see
+    `memory_search.merge_all`) is made readable first.
     PostgreSQL: `REINDEX` of both tables' indexes (their `tsvector` columns are generated).
     Both: the reference rows are rewritten from the records' `source_refs`. Every record's
     id, content and references are read into memory once, as the rows are rebuilt from them.
@@ -466,6 +471,7 @@ def rebuild_indexes(store: Store) -> RebuildReport:
         ]
         if sqlite:
             conn.exec_driver_sql("PRAGMA secure_delete = ON")
+            memory_search.repair_structure(conn)
             conn.exec_driver_sql("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
             conn.exec_driver_sql("DELETE FROM memory_fts")
             memory_search.index(conn, [(record_id, content) for record_id, content, _ in rows])

@@ -103,9 +103,61 @@ def merge_all(conn: Connection) -> None:
     A deletion only adds a tombstone; the tokens of the deleted text stay in older segments
     until they are merged. `optimize` merges them all, and with `secure_delete` on, the pages
     the old segments occupied are zeroed. It rewrites the whole index, which `forget` accepts.
+
+    SQLite before 3.42 adds an empty level to the index's structure record at each `optimize`
+    that follows a write, and past 2,000 levels FTS5 declares the index corrupt: every later
+    write to the table fails ("database disk image is malformed") after about 1,000 forgets.
+    Later versions cap the levels at 64. Here, once the structure holds more than
+    `REBUILD_ABOVE_LEVELS`, the index is rebuilt from the table's own stored text instead,
+    which removes the deleted text just as well and starts again with one level.
     """
-    if conn.dialect.name == "sqlite":
-        conn.execute(text("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')"))
+    if conn.dialect.name != "sqlite":
+        return
+    levels = structure_levels(conn)
+    command = "rebuild" if levels is not None and levels > REBUILD_ABOVE_LEVELS else "optimize"
+    conn.execute(text(f"INSERT INTO memory_fts (memory_fts) VALUES ('{command}')"))
+
+
+FTS5_MAX_LEVELS = 2000
+"""FTS5 refuses a structure record with more levels than this (its FTS5_MAX_SEGMENT)."""
+REBUILD_ABOVE_LEVELS = 100
+"""Well below FTS5's limit, and above the 64 (plus one) that SQLite 3.42 and later keep."""
+_STRUCTURE_V2 = b"\xff\x00\x00\x01"
+
+
+def structure_levels(conn: Connection) -> int | None:
+    """The number of levels in `memory_fts`'s structure record (None when there is none).
+
+    The record (row 10 of the `memory_fts_data` shadow table) is a 4-byte cookie, an optional
+    4-byte version 2 marker, then the level count as an SQLite varint.
+    """
+    block = conn.execute(text("SELECT block FROM memory_fts_data WHERE id = 10")).scalar()
+    if not isinstance(block, bytes) or len(block) < 5:
+        return None
+    position = 8 if block[4:8] == _STRUCTURE_V2 else 4
+    levels = 0
+    for byte in block[position : position + 9]:
+        levels = (levels << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            break
+    return levels
+
+
+def repair_structure(conn: Connection) -> bool:
+    """Make an index that FTS5 refuses for too many levels usable again; True if it was.
+
+    The structure record is replaced by an empty one (the cookie kept) and the index rebuilt
+    from the stored text: what FTS5 itself would hold after a `rebuild`. Nothing else reads
+    or writes FTS5's shadow tables.
+    """
+    levels = structure_levels(conn)
+    if levels is None or levels <= FTS5_MAX_LEVELS:
+        return False
+    conn.execute(
+        text("UPDATE memory_fts_data SET block = substr(block, 1, 4) || X'000000' WHERE id = 10")
+    )
+    conn.execute(text("INSERT INTO memory_fts (memory_fts) VALUES ('rebuild')"))
+    return True
 
 
 def matching(dialect: str) -> tuple[FromClause, ColumnElement[bool], ColumnElement[float]]:

@@ -239,6 +239,12 @@ def translate(exc: DBAPIError | sqlite3.Error, location: StoreLocation) -> Lante
                 f"the disk holding {where} is full; free some space and retry ({detail})"
             )
         return StoreIOError(f"I/O error on the store at {where}: {detail}")
+    if "vtable constructor failed" in lowered:
+        # FTS5 cannot read its own index (see memory_search.merge_all); the rows are intact.
+        return NotAStore(
+            f"a full-text index of {where} is damaged ({detail}); "
+            "repair it with: lantern db rebuild-index"
+        )
     if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
         return NotAStore(f"{where} is not a Lantern store, or it is corrupt ({detail})")
     if "unable to open" in lowered:

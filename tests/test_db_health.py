@@ -276,3 +276,53 @@ def test_a_failed_copy_leaves_no_file_under_either_name(
     assert result.exit_code == 6
     assert result.stderr.endswith("the disk is full; free some space and retry\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
+
+
+def _structure_levels(db_path: Path) -> int:
+    conn = sqlite3.connect(db_path)
+    try:
+        block = conn.execute("SELECT block FROM memory_fts_data WHERE id = 10").fetchone()[0]
+    finally:
+        conn.close()
+    return int(block[4])  # one varint byte below 128 levels
+
+
+def test_many_forgets_keep_the_search_index_within_what_fts5_accepts(db_path: Path) -> None:
+    # SQLite before 3.42 adds a structure level at every `optimize` after a write and refuses
+    # the index past 2,000: about 1,000 forgets on a store of a few hundred records.
+    with Lantern.open(db_path) as lt:
+        kept = lt.memory.add_many(
+            [{"kind": "fact", "content": f"kept record {n} with several words"} for n in range(300)]
+        )
+        for n in range(1_100):
+            record = lt.memory.add(kind="fact", content=f"secret number {n} to forget")
+            lt.memory.forget(record.id)
+            if n % 100 == 0:
+                assert _structure_levels(db_path) <= 101
+        assert len(lt.memory.search("kept", limit=500)) == len(kept)
+        assert lt.memory.search("secret") == []
+    assert _cli(db_path, "db", "check").exit_code == 0
+    # Rebuilding instead of merging leaves no forgotten word behind either.
+    for path in (db_path, db_path.with_name(db_path.name + "-wal")):
+        if path.exists():
+            assert b"secret" not in path.read_bytes()
+
+
+def test_rebuild_index_repairs_an_index_fts5_refuses_for_too_many_levels(db_path: Path) -> None:
+    with Lantern.open(db_path) as lt:
+        record = lt.memory.add(kind="fact", content="findable words")
+    # What SQLite before 3.42 left after about 1,000 forgets: 2,002 empty levels.
+    broken = b"\x00\x00\x00\x01" + bytes([0x8F, 0x52, 0, 0]) + b"\x00\x00" * 2002
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE memory_fts_data SET block = ? WHERE id = 10", (broken,))
+    conn.commit()
+    conn.close()
+    assert _cli(db_path, "db", "check").exit_code == 4
+    added = _cli(db_path, "memory", "add", "--kind", "fact", "more words")
+    assert added.exit_code == 4, added.output
+    repaired = _cli(db_path, "db", "rebuild-index")
+    assert repaired.exit_code == 0, repaired.output
+    assert _cli(db_path, "db", "check").exit_code == 0
+    with Lantern.open(db_path) as lt:
+        assert [m.record.id for m in lt.memory.search("findable")] == [record.id]
+        lt.memory.add(kind="fact", content="more words")
