@@ -350,8 +350,87 @@ def bench_memory(work: Path, n: int, repeat: int) -> list[Result]:
         results.append(
             side_by_side("memory archive (by id)", n, lantern_archive, raw_archive, repeat)
         )
+        results.append(bench_update(lt, raw, targets, n, repeat))
+        results.append(bench_supersede(lt, raw, targets, n, repeat))
     path.unlink()
     return results
+
+
+def bench_update(
+    lt: Lantern, raw: sqlite3.Connection, targets: list[str], n: int, repeat: int
+) -> Result:
+    """A new priority for a record, by id: look-up, update, history row, one transaction."""
+
+    def lantern_update(i: int) -> None:
+        lt.memory.update(targets[i % len(targets)], priority=i % 101)
+
+    def raw_update(i: int) -> None:
+        record_id = targets[-1 - (i % len(targets))]
+        at = int(time.time())
+        raw.execute("BEGIN IMMEDIATE")
+        raw.execute("PRAGMA secure_delete = ON")
+        raw.execute("SELECT * FROM memory_records WHERE id = ?", (record_id,)).fetchone()
+        raw.execute(
+            "UPDATE memory_records SET priority = ?, updated_at = ? WHERE id = ?",
+            (i % 101, at, record_id),
+        )
+        raw.execute(
+            "INSERT INTO memory_history (record_id, event, at, changes) VALUES (?, ?, ?, ?)",
+            (record_id, "updated", at, json.dumps({"after": {"priority": i}, "before": {}})),
+        )
+        raw.execute("COMMIT")
+
+    return side_by_side("memory update (priority, by id)", n, lantern_update, raw_update, repeat)
+
+
+def bench_supersede(
+    lt: Lantern, raw: sqlite3.Connection, targets: list[str], n: int, repeat: int
+) -> Result:
+    """A record replaced by a new one: the new record with its search and history rows, the
+    old one marked superseded with its history row, in one transaction."""
+    # Each record can be superseded once: each side takes the next of its own half.
+    lantern_old = iter(targets[: len(targets) // 2])
+    raw_old = iter(targets[len(targets) // 2 :])
+    scope = "bench:supersede"
+
+    def lantern_supersede(i: int) -> None:
+        lt.memory.supersede(next(lantern_old), content=f"lantern successor {i}", scope=scope)
+
+    def raw_supersede(i: int) -> None:
+        old_id = next(raw_old)
+        content = f"raw successor {i}"
+        new_id = memory_id(scope, "fact", content)
+        at = int(time.time())
+        raw.execute("BEGIN IMMEDIATE")
+        raw.execute("PRAGMA secure_delete = ON")
+        raw.execute("SELECT * FROM memory_records WHERE id = ?", (old_id,)).fetchone()
+        raw.execute("SELECT * FROM memory_records WHERE id = ?", (new_id,)).fetchone()
+        raw.execute(
+            "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, "
+            "confidence, status, created_at, updated_at, expires_at, supersedes_id, "
+            "source_refs) VALUES (?, 'fact', ?, ?, 50, 0, 1.0, 'active', ?, ?, NULL, ?, '[]') "
+            "ON CONFLICT DO NOTHING RETURNING id",
+            (new_id, content, scope, at, at, old_id),
+        ).fetchone()
+        raw.execute(
+            "INSERT INTO memory_fts (rowid, record_id, content) VALUES (?, ?, ?)",
+            (fts_rowid(new_id), new_id, content),
+        )
+        raw.executemany(
+            "INSERT INTO memory_history (record_id, event, at, changes) VALUES (?, ?, ?, ?)",
+            [
+                (new_id, "created", at, json.dumps({"before": None, "after": {"c": content}})),
+                (old_id, "superseded", at, '{"after":{"status":"superseded"},"before":{}}'),
+            ],
+        )
+        raw.execute(
+            "UPDATE memory_records SET status = 'superseded', updated_at = ? WHERE id = ?",
+            (at, old_id),
+        )
+        raw.execute("COMMIT")
+
+    count = min(repeat, len(targets) // 2 - 20)  # 20 warm-up calls come first
+    return side_by_side("memory supersede (by id)", n, lantern_supersede, raw_supersede, count)
 
 
 # --- evidence -------------------------------------------------------------------------------

@@ -38,10 +38,15 @@ TRACKED_FIELDS = (
 Row = dict[str, Any]
 
 
+# The tracked fields in canonical key order (shorter first, then bytewise; all ASCII), so that
+# a record's fields need no re-ordering: its references are canonical since they were validated.
+_CANONICAL_FIELDS = tuple(sorted(TRACKED_FIELDS, key=lambda name: (len(name), name)))
+
+
 def fields(record: MemoryRecord) -> dict[str, Any]:
-    """A record's tracked fields, as JSON values."""
+    """A record's tracked fields, as JSON values, in canonical key order."""
     rendered = record.to_json()
-    return {name: rendered[name] for name in TRACKED_FIELDS}
+    return {name: rendered[name] for name in _CANONICAL_FIELDS}
 
 
 def entry(
@@ -63,7 +68,10 @@ def entry(
 
 
 def created(record: MemoryRecord) -> Row:
-    return entry(record.id, "created", record.created_at, before=None, after=fields(record))
+    # Built in canonical order directly: the hottest entry (every add), and re-ordering a
+    # whole record's fields cost a quarter of a bulk add.
+    changes = {"after": fields(record), "before": None}
+    return {"record_id": record.id, "event": "created", "at": record.created_at, "changes": changes}
 
 
 def status_change(record: MemoryRecord, event: str, status: str, at: int, **extra: Any) -> Row:

@@ -310,10 +310,7 @@ class MemoryRepository:
             before, after = history.diff(record, revised)
             if not after:
                 return record
-            values = {name: changes[name] for name in after}
-            conn.execute(
-                update(table).where(table.c.id == record_id).values(**values, updated_at=at)
-            )
+            _set_fields(conn, record_id, {name: changes[name] for name in after}, at)
             if "content" in after:
                 memory_search.reindex(conn, record_id, revised.content)
             if "source_refs" in after:
@@ -819,7 +816,18 @@ _SET_STATUS = Prepared(
     .where(table.c.id == bindparam("record_id"))
     .values(status=bindparam("new_status"), updated_at=bindparam("at"))
 )
-_INSERT: dict[str, Prepared] = {}
+_INSERT: dict[tuple[str, bool], Prepared] = {}
+
+
+def _insert_statement(conn: Connection, *, returning: bool) -> Prepared:
+    """The record insert that skips existing ids; with RETURNING, which tells whether the row
+    went in (psycopg reports no rowcount for this form)."""
+    key = (conn.dialect.name, returning)
+    statement = _INSERT.get(key)
+    if statement is None:
+        insert = insert_ignoring_conflicts(conn, table)
+        statement = _INSERT[key] = Prepared(insert.returning(table.c.id) if returning else insert)
+    return statement
 
 
 def _fetch(
@@ -975,8 +983,16 @@ def _insert_many(conn: Connection, records: list[MemoryRecord]) -> set[str]:
     """
     if not records:
         return set()
-    stmt = insert_ignoring_conflicts(conn, table).returning(table.c.id)
-    inserted = {row[0] for row in conn.execute(stmt, [_row(record) for record in records])}
+    rows = [_row(record) for record in records]
+    if conn.dialect.name == "sqlite":
+        # The write transaction holds SQLite's write lock since its BEGIN IMMEDIATE, so no
+        # other writer can have stored one of these ids since `add_many` looked: every row
+        # goes in, and the statement needs no RETURNING (which executemany cannot give).
+        _insert_statement(conn, returning=False).execute_many(conn, rows)
+        inserted = {record.id for record in records}
+    else:
+        stmt = insert_ignoring_conflicts(conn, table).returning(table.c.id)
+        inserted = {row[0] for row in conn.execute(stmt, rows)}
     written = [record for record in records if record.id in inserted]
     memory_search.index(conn, [(record.id, record.content) for record in written])
     memory_refs.write(conn, [(record.id, record.source_refs) for record in written])
@@ -990,13 +1006,7 @@ def _insert(conn: Connection, record: MemoryRecord) -> bool:
     False when the id was taken meanwhile (the insert skips existing keys, so that concurrent
     writers of the same memory never collide); nothing else is written then.
     """
-    statement = _INSERT.get(conn.dialect.name)
-    if statement is None:
-        # RETURNING tells whether the row went in (psycopg reports no rowcount for this form).
-        statement = _INSERT[conn.dialect.name] = Prepared(
-            insert_ignoring_conflicts(conn, table).returning(table.c.id)
-        )
-    if not statement.rows(conn, _row(record)):
+    if not _insert_statement(conn, returning=True).rows(conn, _row(record)):
         return False
     memory_search.index(conn, [(record.id, record.content)])
     memory_refs.write(conn, [(record.id, record.source_refs)])
@@ -1010,6 +1020,25 @@ def _retire(conn: Connection, old: MemoryRecord, successor_id: str, at: int) -> 
         conn,
         [history.status_change(old, "superseded", "superseded", at, superseded_by=successor_id)],
     )
+
+
+_SET_FIELDS: dict[tuple[str, ...], Prepared] = {}
+
+
+def _set_fields(conn: Connection, record_id: str, values: Mapping[str, Any], at: int) -> None:
+    """Change some fields of a record (and its `updated_at`): one statement per set of fields."""
+    names = tuple(sorted(values))
+    statement = _SET_FIELDS.get(names)
+    if statement is None:
+        # `new_` names: SQLAlchemy keeps a column's own name for its SET clause.
+        assignments = {name: bindparam(f"new_{name}", type_=table.c[name].type) for name in names}
+        statement = _SET_FIELDS[names] = Prepared(
+            update(table)
+            .where(table.c.id == bindparam("record_id"))
+            .values(**assignments, updated_at=bindparam("at"))
+        )
+    params = {f"new_{name}": value for name, value in values.items()}
+    statement.rows(conn, {**params, "record_id": record_id, "at": at})
 
 
 def _set_status(

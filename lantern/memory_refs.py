@@ -65,9 +65,12 @@ _WRITE = Prepared(
 )
 
 
+_DELETE = Prepared(delete(memory_refs).where(memory_refs.c.record_id == bindparam("record_id")))
+
+
 def replace(conn: Connection, record_id: str, refs: Iterable[Mapping[str, Any]]) -> None:
     """Make a record's reference rows match its new `source_refs`."""
-    conn.execute(delete(memory_refs).where(memory_refs.c.record_id == record_id))
+    _DELETE.rows(conn, {"record_id": record_id})
     write(conn, [(record_id, refs)])
 
 

@@ -40,6 +40,8 @@ class JSONText(TypeDecorator[Any]):
             return None
         if dialect.name == "postgresql":
             return value
+        if not value and isinstance(value, list | dict):
+            return "[]" if isinstance(value, list) else "{}"  # most references are none
         return dumps(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> Any:

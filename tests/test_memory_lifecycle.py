@@ -3,13 +3,17 @@ history and the supersede chain, on every engine under test."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlalchemy import text
 
+from lantern import history
 from lantern.api import Lantern
 from lantern.errors import Conflict, InvalidInput, LanternError, NotFound
 from lantern.ids import memory_id
 from lantern.records import MemoryRecord
+from lantern.validation import canonical_json
 from tests.memory_helpers import Clock, add_source, remove_source, sql, table_rows
 
 
@@ -572,3 +576,11 @@ def test_every_sqlite_memory_write_turns_secure_delete_on(lt: Lantern) -> None:
     lt.memory.add(kind="fact", content="x")
     with lt.store.read() as conn:
         assert conn.execute(text("PRAGMA secure_delete")).scalar_one() == 1
+
+
+def test_a_created_entry_is_stored_in_canonical_key_order(lt: Lantern) -> None:
+    # The entry is built in that order directly (not re-ordered): it must equal the re-ordered.
+    refs = [{"type": "url", "id": "https://x", "zeta": 1, "é": 2, "ab": {"yy": 1, "b": 2}}]
+    record = lt.memory.add(kind="fact", content="canonical", source_refs=refs)
+    entry = history.created(record)
+    assert json.dumps(entry["changes"]) == json.dumps(canonical_json(entry["changes"]))
