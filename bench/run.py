@@ -12,6 +12,7 @@ measures and the targets.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import importlib.util
 import itertools
@@ -30,6 +31,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import sqlalchemy
 
 from lantern import Lantern, migrations
 from lantern.chunking import chunk_source
@@ -763,13 +766,10 @@ PG_SEARCH_SQL = (
 # --- process cold starts ---------------------------------------------------------------------
 
 
-def time_process(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> list[float]:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True, env=env)
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
+def time_process(argv: list[str], env: dict[str, str] | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True, env=env)
+    return (time.perf_counter() - start) * 1000
 
 
 def bench_cold_starts(work: Path, repeat: int) -> list[Result]:
@@ -777,15 +777,19 @@ def bench_cold_starts(work: Path, repeat: int) -> list[Result]:
     store = work / "small.db"
     build_memory_store(store, 1000)
     env = {**os.environ, "LANTERN_DB": str(store)}
-    floor = percentiles(time_process([sys.executable, "-c", "import sqlalchemy.orm"], repeat))
-    results = []
-    for label, argv in (
-        ("process: lantern --help", [lantern_bin, "--help"]),
-        ("process: lantern memory list --json", [lantern_bin, "memory", "list", "--json"]),
-    ):
-        own = percentiles(time_process(argv, repeat, env))
-        results.append(Result(label, 1000, own[0], own[1], floor[0], floor[1]))
-    return results
+    commands = {
+        "floor": [sys.executable, "-c", "import sqlalchemy.orm"],
+        "process: lantern --help": [lantern_bin, "--help"],
+        "process: lantern memory list --json": [lantern_bin, "memory", "list", "--json"],
+    }
+    samples: dict[str, list[float]] = {label: [] for label in commands}
+    for _ in range(repeat):  # in turns, so that all three see the same machine
+        for label, argv in commands.items():
+            samples[label].append(time_process(argv, env))
+    floor = percentiles(samples.pop("floor"))
+    return [
+        Result(label, 1000, *percentiles(own), floor[0], floor[1]) for label, own in samples.items()
+    ]
 
 
 # --- report ----------------------------------------------------------------------------------
@@ -810,10 +814,18 @@ def render(results: list[Result]) -> str:
 
 
 def machine() -> dict[str, object]:
+    cpu = platform.processor()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
     return {
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
+        "sqlalchemy": sqlalchemy.__version__,
         "platform": platform.platform(),
+        "cpu": cpu,
         "cpus": os.cpu_count(),
     }
 
