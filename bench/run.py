@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import importlib.util
 import itertools
@@ -813,6 +814,31 @@ def render(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def render_markdown(results: list[Result], about: dict[str, object], command: str) -> str:
+    """The table as Markdown, with the machine and the command that produced it."""
+    lines = [
+        "# Benchmark results",
+        "",
+        f"`{command}` on {about['cpu']} ({about['cpus']} CPUs), {about['platform']}; "
+        f"Python {about['python']}, SQLite {about['sqlite']}, SQLAlchemy {about['sqlalchemy']}.",
+        "Times in milliseconds. The raw column is `sqlite3` (or psycopg, or the MCP SDK's floor "
+        "server, or `python -c 'import sqlalchemy.orm'`) doing the same work in the same run; "
+        "see README.md for what each row measures.",
+        "",
+        "| operation | N | Lantern p50 | p95 | raw p50 | p95 | ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        raw50 = "-" if r.raw_p50 is None else f"{r.raw_p50:.3f}"
+        raw95 = "-" if r.raw_p95 is None else f"{r.raw_p95:.3f}"
+        ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x"
+        lines.append(
+            f"| {r.operation.strip()} | {r.n:,} | {r.lantern_p50:.3f} | {r.lantern_p95:.3f} "
+            f"| {raw50} | {raw95} | {ratio} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def machine() -> dict[str, object]:
     cpu = platform.processor()
     with contextlib.suppress(OSError):
@@ -842,7 +868,22 @@ def main(argv: list[str] | None = None) -> None:
         default=os.environ.get("LANTERN_BENCH_POSTGRES_URL"),
         help="also measure on this PostgreSQL database (default: $LANTERN_BENCH_POSTGRES_URL)",
     )
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table as Markdown")
+    parser.add_argument(
+        "--render",
+        metavar="JSON",
+        help="measure nothing: print (and --markdown) the results saved by an earlier --json",
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        fields = {f.name for f in dataclasses.fields(Result)}
+        rows = [Result(**{k: v for k, v in row.items() if k in fields}) for row in saved["results"]]
+        print(render(rows))
+        if args.markdown:
+            text = render_markdown(rows, saved["machine"], saved.get("command", "bench/run.py"))
+            Path(args.markdown).write_text(text)
+        return
     sizes = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="lantern-bench-") as tmp:
@@ -862,12 +903,18 @@ def main(argv: list[str] | None = None) -> None:
             results.extend(bench_postgres(args.postgres, 100_000, args.repeat))
         results.extend(bench_cold_starts(work, 10 if args.quick else 20))
     print(render(results))
+    command = "python bench/run.py " + " ".join(
+        arg if "://" not in arg else "URL" for arg in (argv if argv is not None else sys.argv[1:])
+    )
     if args.json_path:
         payload = {
             "machine": machine(),
+            "command": command.strip(),
             "results": [asdict(r) | {"ratio": r.ratio} for r in results],
         }
         Path(args.json_path).write_text(json.dumps(payload, indent=2) + "\n")
+    if args.markdown:
+        Path(args.markdown).write_text(render_markdown(results, machine(), command.strip()))
 
 
 if __name__ == "__main__":
