@@ -82,9 +82,17 @@ def status_change(record: MemoryRecord, event: str, status: str, at: int, **extr
 
 def diff(before: MemoryRecord, after: MemoryRecord) -> tuple[dict[str, Any], dict[str, Any]]:
     """The tracked fields that differ, as `(before, after)`; both empty when nothing changed."""
-    old, new = fields(before), fields(after)
-    changed = [name for name in TRACKED_FIELDS if old[name] != new[name]]
-    return {name: old[name] for name in changed}, {name: new[name] for name in changed}
+    changed = [name for name in _CANONICAL_FIELDS if getattr(before, name) != getattr(after, name)]
+    return (
+        {name: _json_field(before, name) for name in changed},
+        {name: _json_field(after, name) for name in changed},
+    )
+
+
+def _json_field(record: MemoryRecord, name: str) -> Any:
+    if name == "source_refs":
+        return [dict(ref) for ref in record.source_refs]
+    return getattr(record, name)
 
 
 _APPEND = Prepared(

@@ -789,21 +789,42 @@ def row_to_record(row: Row[Any]) -> MemoryRecord:
         supersedes_id,
         source_refs,
     ) = _FIELDS(row)
-    return MemoryRecord(
-        id=record_id,
-        kind=kind,
-        content=content,
-        scope=scope,
-        priority=priority,
-        urgency=urgency,
-        confidence=confidence,
-        status=status,
-        created_at=created_at,
-        updated_at=updated_at,
-        expires_at=expires_at,
-        supersedes_id=supersedes_id,
-        source_refs=freeze_refs(source_refs),
-    )
+    record: MemoryRecord = _NEW(MemoryRecord)
+    _SLOT_ID(record, record_id)
+    _SLOT_KIND(record, kind)
+    _SLOT_CONTENT(record, content)
+    _SLOT_SCOPE(record, scope)
+    _SLOT_PRIORITY(record, priority)
+    _SLOT_URGENCY(record, urgency)
+    _SLOT_CONFIDENCE(record, confidence)
+    _SLOT_STATUS(record, status)
+    _SLOT_CREATED_AT(record, created_at)
+    _SLOT_UPDATED_AT(record, updated_at)
+    _SLOT_EXPIRES_AT(record, expires_at)
+    _SLOT_SUPERSEDES_ID(record, supersedes_id)
+    _SLOT_SOURCE_REFS(record, freeze_refs(source_refs))
+    return record
+
+
+# A frozen dataclass's __init__ sets each field through object.__setattr__, which costs twice
+# what the slots' own descriptors do, and a listing builds its records by the thousand: a
+# stored row fills the slots directly (the record is as frozen as any other afterwards).
+_NEW = object.__new__
+(
+    _SLOT_ID,
+    _SLOT_KIND,
+    _SLOT_CONTENT,
+    _SLOT_SCOPE,
+    _SLOT_PRIORITY,
+    _SLOT_URGENCY,
+    _SLOT_CONFIDENCE,
+    _SLOT_STATUS,
+    _SLOT_CREATED_AT,
+    _SLOT_UPDATED_AT,
+    _SLOT_EXPIRES_AT,
+    _SLOT_SUPERSEDES_ID,
+    _SLOT_SOURCE_REFS,
+) = (MemoryRecord.__dict__[field.name].__set__ for field in dataclasses.fields(MemoryRecord))
 
 
 # Hot statements built once, with bound parameters: building a statement per call (and its
