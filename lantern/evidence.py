@@ -43,18 +43,7 @@ from lantern import validation
 from lantern.chunking import DEFAULT_TARGET_SIZE, MIN_TARGET_SIZE, ChunkSpan, chunk_source
 from lantern.chunkplan import assign_ordinals
 from lantern.errors import InvalidInput, NotFound
-from lantern.ids import chunk_id, source_id
-from lantern.ingest import (
-    MAX_FILE_BYTES,
-    FileText,
-    directory_uri_prefix,
-    path_of_uri,
-    read_file,
-    select_files,
-)
-from lantern.models import chunk_entities, chunks, embeddings, entities, sources
-from lantern.query import ParsedQuery, parse_query
-from lantern.records import (
+from lantern.evidence_records import (
     Chunk,
     ChunkDetail,
     EmbeddingInfo,
@@ -66,6 +55,17 @@ from lantern.records import (
     Source,
     freeze_metadata,
 )
+from lantern.ids import chunk_id, source_id
+from lantern.ingest import (
+    MAX_FILE_BYTES,
+    FileText,
+    directory_uri_prefix,
+    path_of_uri,
+    read_file,
+    select_files,
+)
+from lantern.models import chunk_entities, chunks, embeddings, entities, sources
+from lantern.query import ParsedQuery, parse_query
 from lantern.search import SearchFilters, search_chunks
 from lantern.sourcekinds import KNOWN_SOURCE_KINDS, detect_kind, language_for, parse_transcript
 from lantern.store import Store, now

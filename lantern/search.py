@@ -43,10 +43,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnClause
 
 from lantern.errors import InvalidInput, LanternError
+from lantern.evidence_records import SearchHit
 from lantern.models import chunks, sources
 from lantern.prepared import Prepared
 from lantern.query import ParsedQuery
-from lantern.records import SearchHit
 from lantern.store import Store
 
 MARK_START = "«"

@@ -18,9 +18,9 @@ from sqlalchemy import insert, select
 from lantern import evidence as evidence_module
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
+from lantern.evidence_records import IngestSummary, SkippedPath, Source
 from lantern.models import chunks as chunks_table
 from lantern.models import embeddings as embeddings_table
-from lantern.records import IngestSummary, SkippedPath, Source
 from tests.legacy_stores import chunk_id as legacy_chunk_id
 from tests.legacy_stores import source_id as legacy_source_id
 

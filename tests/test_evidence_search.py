@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
-from lantern.records import SearchHit
+from lantern.evidence_records import SearchHit
 
 BASE = 1_800_000_000
 FILLER = " ".join(f"filler{i}" for i in range(150))

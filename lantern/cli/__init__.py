@@ -9,23 +9,44 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib import import_module
 from typing import Any
 
 import click
 
 from lantern import __version__
-from lantern.cli.db import db
-from lantern.cli.evidence import chunk, ingest, search, source
-from lantern.cli.inspect import inspect
-from lantern.cli.mcp_command import mcp
-from lantern.cli.memory import memory
 from lantern.cli.output import report_error
-from lantern.cli.transfer import export, import_
 from lantern.errors import LanternError
+
+# Each command's module, imported when the command runs (or help lists it): a call loads only
+# the code of its own command (see the architecture note on import time).
+COMMANDS = {
+    "chunk": ("lantern.cli.evidence", "chunk"),
+    "db": ("lantern.cli.db", "db"),
+    "export": ("lantern.cli.transfer", "export"),
+    "import": ("lantern.cli.transfer", "import_"),
+    "ingest": ("lantern.cli.evidence", "ingest"),
+    "inspect": ("lantern.cli.inspect", "inspect"),
+    "mcp": ("lantern.cli.mcp_command", "mcp"),
+    "memory": ("lantern.cli.memory", "memory"),
+    "search": ("lantern.cli.evidence", "search"),
+    "source": ("lantern.cli.evidence", "source"),
+}
 
 
 class LanternGroup(click.Group):
-    """The root group: turns `LanternError`s into their exit codes, once, for every command."""
+    """The root group: turns `LanternError`s into their exit codes, once, for every command,
+    and loads each command's module only when that command is wanted."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, name = COMMANDS[cmd_name]
+        command: click.Command = getattr(import_module(module), name)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -74,18 +95,6 @@ def cli(ctx: click.Context, db: str | None) -> None:
         lantern memory add --kind preference --scope user:raphael "Prefers short answers."
     """
     ctx.obj = {"db": db}
-
-
-cli.add_command(memory)
-cli.add_command(db)
-cli.add_command(inspect)
-cli.add_command(export)
-cli.add_command(import_)
-cli.add_command(ingest)
-cli.add_command(search)
-cli.add_command(source)
-cli.add_command(chunk)
-cli.add_command(mcp)
 
 
 def main() -> None:

@@ -11,10 +11,10 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import emit_json, json_option, note, read_stdin, when
-from lantern.records import IngestSummary
+from lantern.evidence_records import IngestSummary
 
 if TYPE_CHECKING:
-    from lantern.records import Chunk, ChunkDetail, SearchHit, Source
+    from lantern.evidence_records import Chunk, ChunkDetail, SearchHit, Source
 
 
 @click.command("ingest")

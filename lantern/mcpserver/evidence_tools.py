@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from lantern.evidence_records import IngestSummary
 from lantern.mcpserver.spec import (
     FLAG,
     TIME,
@@ -23,7 +24,6 @@ from lantern.mcpserver.spec import (
     limit,
     listed,
 )
-from lantern.records import IngestSummary
 
 if TYPE_CHECKING:
     from lantern.api import Lantern
