@@ -65,6 +65,7 @@ from lantern.ingest import (
     select_files,
 )
 from lantern.models import chunk_entities, chunks, embeddings, entities, sources
+from lantern.prepared import Prepared
 from lantern.query import ParsedQuery, parse_query
 from lantern.search import SearchFilters, search_chunks
 from lantern.sourcekinds import KNOWN_SOURCE_KINDS, detect_kind, language_for, parse_transcript
@@ -131,8 +132,7 @@ class _Writes:
             for links in (chunk_entities, embeddings):
                 conn.execute(delete(links).where(links.c.chunk_id == bindparam("b_id")), doomed)
             conn.execute(delete(chunks).where(chunks.c.id == bindparam("b_id")), doomed)
-        if self.source_inserts:
-            conn.execute(insert(sources), self.source_inserts)
+        _INSERT_SOURCES.execute_many(conn, self.source_inserts)
         if self.source_updates:
             conn.execute(
                 update(sources)
@@ -157,8 +157,12 @@ class _Writes:
                 ),
                 self.chunk_updates,
             )
-        if self.chunk_inserts:
-            conn.execute(insert(chunks), self.chunk_inserts)
+        _INSERT_CHUNKS.execute_many(conn, self.chunk_inserts)
+
+
+# Every column given: the rows of a batch go to the driver's executemany (see lantern.prepared).
+_INSERT_SOURCES = Prepared(insert(sources))
+_INSERT_CHUNKS = Prepared(insert(chunks))
 
 
 class EvidenceRepository:
