@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import click
 from click.testing import Result
 
 LANTERN_BIN = Path(sys.executable).with_name("lantern")
@@ -59,3 +60,29 @@ def lantern_process(*args: str, env: dict[str, Any] | None = None, **kwargs: Any
 def file_state(path: Path) -> tuple[bytes, int]:
     """Bytes and modification time, to prove a command left a file untouched."""
     return path.read_bytes(), path.stat().st_mtime_ns
+
+
+def subcommands(group: click.Group) -> dict[str, click.Command]:
+    """A group's commands by name, loaded as `lantern` loads them (the root group is lazy)."""
+    ctx = click.Context(group)
+    found = {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+    return {name: command for name, command in found.items() if command is not None}
+
+
+def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every runnable command under `group`, as the words that name it, sorted."""
+    paths: list[tuple[str, ...]] = []
+    for name, command in sorted(subcommands(group).items()):
+        if isinstance(command, click.Group):
+            paths += command_paths(command, (*prefix, name))
+        else:
+            paths.append((*prefix, name))
+    return paths
+
+
+def command_at(group: click.Group, path: tuple[str, ...]) -> click.Command:
+    found: click.Command = group
+    for name in path:
+        assert isinstance(found, click.Group)
+        found = subcommands(found)[name]
+    return found

@@ -33,6 +33,7 @@ from lantern.api import Lantern
 from lantern.cli import cli
 from lantern.errors import InvalidInput
 from lantern.query import parse_query
+from tests.helpers import command_at, command_paths
 from tests.reliability.conftest import Figures
 from tests.reliability.tools import Tier, is_postgres, sized
 
@@ -164,23 +165,7 @@ NUMBER = st.one_of(
 )
 
 
-def _command(path: tuple[str, ...]) -> click.Command:
-    found: click.Command = cli
-    for name in path:
-        assert isinstance(found, click.Group)
-        found = found.commands[name]
-    return found
-
-
-def _leaves(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    for name, command in sorted(group.commands.items()):
-        if isinstance(command, click.Group):
-            yield from _leaves(command, (*prefix, name))
-        elif (*prefix, name) != ("mcp",):
-            yield (*prefix, name)
-
-
-COMMANDS = list(_leaves(cli))
+COMMANDS = [path for path in command_paths(cli) if path != ("mcp",)]
 
 
 @st.composite
@@ -191,7 +176,7 @@ def invocations(draw: st.DrawFn, tmp: str) -> tuple[list[str], bytes | None]:
     a backup goes to a generated name under the temporary directory.
     """
     path = draw(st.sampled_from(COMMANDS))
-    command = _command(path)
+    command = command_at(cli, path)
     args = list(path)
     stdin = None
     for param in command.params:

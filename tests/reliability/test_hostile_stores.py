@@ -20,13 +20,12 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import click
 import pytest
 from click.testing import CliRunner
 
 from lantern.api import Lantern
 from lantern.cli import cli
-from tests.helpers import file_state, lantern_process
+from tests.helpers import command_at, command_paths, file_state, lantern_process
 from tests.reliability.conftest import Figures
 
 # Commands that are not about a store (the MCP server is tested with its client).
@@ -76,14 +75,6 @@ def _commands(ids: dict[str, str], tmp: Path) -> dict[tuple[str, ...], tuple[str
         ("source", "remove"): (WRITES, [source]),
         ("source", "show"): (READS, [source]),
     }
-
-
-def _leaves(group: click.Group, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
-    for name, command in group.commands.items():
-        if isinstance(command, click.Group):
-            yield from _leaves(command, (*prefix, name))
-        else:
-            yield (*prefix, name)
 
 
 def _healthy_store(path: Path, tmp: Path) -> dict[str, str]:
@@ -178,11 +169,7 @@ def _hostile(case: str, path: Path, tmp: Path) -> Iterator[dict[str, str]]:
 
 
 def _takes_json(command: tuple[str, ...]) -> bool:
-    found: click.Command = cli
-    for name in command:
-        assert isinstance(found, click.Group)
-        found = found.commands[name]
-    return any(param.name == "as_json" for param in found.params)
+    return any(param.name == "as_json" for param in command_at(cli, command).params)
 
 
 def _invoke(path: Path, command: tuple[str, ...], args: list[str]) -> tuple[int, str, str]:
@@ -202,7 +189,8 @@ def test_every_command_on_a_hostile_store(tmp_path: Path, figures: Figures, case
     (tmp_path / "copies").mkdir()
     with _hostile(case, path, tmp_path) as ids:
         commands = _commands(ids, tmp_path)
-        assert set(commands) | NOT_STORE_COMMANDS == set(_leaves(cli)), "a command is untested"
+        every_command = set(command_paths(cli))
+        assert set(commands) | NOT_STORE_COMMANDS == every_command, "a command is untested"
         before = file_state(path)
         listing = sorted(p.name for p in directory.iterdir())
         seen: dict[int, int] = {}
