@@ -639,6 +639,7 @@ def bench_upgrade(work: Path, n_chunks: int) -> list[Result]:
     for backup in (False, True):
         path = work / f"legacy-{n_chunks}-{backup}.db"
         shutil.copyfile(template, path)
+        os.sync()  # the copies' writeback must not land inside the upgrade's own fsync
         start = time.perf_counter()
         migrations.upgrade(resolve(str(path)), backup=backup)
         own = (time.perf_counter() - start) * 1000
