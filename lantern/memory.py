@@ -27,6 +27,8 @@ from sqlalchemy import (
     Select,
     bindparam,
     delete,
+    func,
+    literal_column,
     select,
     union_all,
     update,
@@ -234,12 +236,11 @@ class MemoryRepository:
                 memory_refs.require_resolvable(
                     conn, [ref for record in built for ref in record.source_refs]
                 )
-            stored = _fetch_many(conn, {record.id for record in built})
-            fresh = list({r.id: r for r in built if r.id not in stored}.values())
-            inserted = _insert_many(conn, fresh)
-            stored.update({r.id: r for r in fresh if r.id in inserted})
-            # Taken by another writer between our look and our insert: read what they stored.
-            stored.update(_fetch_many(conn, {r.id for r in fresh if r.id not in inserted}))
+            distinct = list({record.id: record for record in built}.values())
+            inserted = _insert_many(conn, distinct)
+            stored = {r.id: r for r in distinct if r.id in inserted}
+            # Already stored (by an earlier add or another writer): read what is there.
+            stored.update(_fetch_many(conn, {r.id for r in distinct if r.id not in inserted}))
             results: list[tuple[MemoryRecord, bool]] = []
             for record in built:
                 created = record.id in inserted
@@ -838,6 +839,9 @@ _SET_STATUS = Prepared(
     .values(status=bindparam("new_status"), updated_at=bindparam("at"))
 )
 _INSERT: dict[tuple[str, bool], Prepared] = {}
+_ROWID: ColumnElement[int] = literal_column("rowid")
+_MAX_ROWID = Prepared(select(func.max(_ROWID)).select_from(table))
+_IDS_AFTER = Prepared(select(table.c.id).where(bindparam("rowid") < _ROWID))
 
 
 def _insert_statement(conn: Connection, *, returning: bool) -> Prepared:
@@ -998,19 +1002,23 @@ def _fetch_many(conn: Connection, record_ids: set[str]) -> dict[str, MemoryRecor
 
 
 def _insert_many(conn: Connection, records: list[MemoryRecord]) -> set[str]:
-    """Store new records (one statement per table); the ids that went in.
+    """Store the records whose ids are free (one statement per table); the ids that went in.
 
-    Ids taken meanwhile by another writer are skipped, with nothing else written for them.
+    Ids already stored are skipped, with nothing else written for them.
     """
     if not records:
         return set()
     rows = [_row(record) for record in records]
     if conn.dialect.name == "sqlite":
-        # The write transaction holds SQLite's write lock since its BEGIN IMMEDIATE, so no
-        # other writer can have stored one of these ids since `add_many` looked: every row
-        # goes in, and the statement needs no RETURNING (which executemany cannot give).
-        _insert_statement(conn, returning=False).execute_many(conn, rows)
-        inserted = {record.id for record in records}
+        # executemany cannot return rows. The write lock is ours since BEGIN IMMEDIATE, so the
+        # rows that went in are exactly those past the largest rowid before the insert, and
+        # when every row went in (the usual case) there is nothing to look up at all.
+        before = _MAX_ROWID.rows(conn)[0][0] or 0
+        count = _insert_statement(conn, returning=False).execute_many(conn, rows)
+        if count == len(rows):
+            inserted = {record.id for record in records}
+        else:
+            inserted = {row[0] for row in _IDS_AFTER.rows(conn, {"rowid": before})}
     else:
         stmt = insert_ignoring_conflicts(conn, table).returning(table.c.id)
         inserted = {row[0] for row in conn.execute(stmt, rows)}

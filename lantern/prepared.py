@@ -83,15 +83,16 @@ class Prepared:
         compiled = self._compiled or self._compile(dialect)
         return compiled.sql, compiled.positional(params or {})
 
-    def execute_many(self, conn: Connection, params: Sequence[Params]) -> None:
-        """Run the statement once per parameter set (a statement that returns no rows)."""
+    def execute_many(self, conn: Connection, params: Sequence[Params]) -> int:
+        """Run the statement once per parameter set (a statement that returns no rows); the
+        number of rows it changed."""
         if not params:
-            return
+            return 0
         if conn.dialect.name != "sqlite":
-            conn.execute(self.statement, list(params))
-            return
+            return int(conn.execute(self.statement, list(params)).rowcount)
         compiled = self._compiled or self._compile(conn.dialect)
-        driver_of(conn).executemany(compiled.sql, [compiled.positional(p) for p in params])
+        positional = [compiled.positional(p) for p in params]
+        return int(driver_of(conn).executemany(compiled.sql, positional).rowcount)
 
     def _compile(self, dialect: Dialect) -> _Compiled:
         compiled = cast(ClauseElement, self.statement).compile(dialect=dialect)

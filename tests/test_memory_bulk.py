@@ -38,6 +38,10 @@ def test_add_many_returns_existing_and_repeated_records_unchanged(lt: Lantern) -
     assert results[0][0] == stored
     assert results[1][0] == results[2][0]
     assert len(lt.memory.list(status="all")) == 2
+    # Only the record that went in got its search and history rows.
+    assert [len(lt.memory.history(r.id)) for r, _ in results[:2]] == [1, 1]
+    assert [m.record.id for m in lt.memory.search("new")] == [results[1][0].id]
+    assert [m.record.id for m in lt.memory.search("already")] == [stored.id]
 
 
 @pytest.mark.parametrize(
