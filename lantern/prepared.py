@@ -4,7 +4,7 @@ Measured against raw `sqlite3` on the same file, SQLAlchemy's `Connection.execut
 30-40 µs to every statement (cache-key generation, execution context, result wrapping), which
 is more than the statement itself costs for a look-up by key, an insert or a top-50 listing.
 A `Prepared` keeps the statement as Core (same models, same table objects, same SQL), compiles
-it once per dialect, and on SQLite hands the SQL string and its parameters straight to the
+it once for SQLite, and there hands the SQL string and its parameters straight to the
 driver, applying the column types' own bind and result processors, so callers see exactly
 the values `Connection.execute` would give them. Other engines take the ordinary
 `Connection.execute` path, where the network round trip dwarfs this overhead.
@@ -55,7 +55,7 @@ class _Compiled:
 
 
 class Prepared:
-    """One Core statement, compiled once per dialect, executed cheaply (see the module note)."""
+    """One Core statement, compiled once, executed cheaply (see the module note)."""
 
     __slots__ = ("_compiled", "statement")
 
