@@ -128,10 +128,6 @@ class MemoryFilter:
             return ()
         return tuple(ref_type == "source" for ref_type, _ in self.cites)
 
-    def clauses(self, dialect: str, at: int) -> list[ColumnElement[bool]]:
-        """The WHERE conditions, with their values bound (see `conditions`)."""
-        return self.conditions(dialect, at).clauses()
-
 
 Values = dict[str, Any]
 Part = tuple[Values, Callable[[Values], ColumnElement[bool]]]
