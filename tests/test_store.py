@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sqlite3
 import stat
@@ -98,6 +99,53 @@ def test_sqlite_settings(db_path: Path) -> None:
         assert pragma("foreign_keys") == 1
         assert pragma("busy_timeout") >= 5000
         assert pragma("synchronous") == 1  # NORMAL
+
+
+def _no_other_connection(path: Path) -> bool:
+    """True if nothing else has the file open: only then can the journal mode leave WAL."""
+    probe = sqlite3.connect(path, isolation_level=None, timeout=0)
+    try:
+        return str(probe.execute("PRAGMA journal_mode = DELETE").fetchone()[0]) == "delete"
+    except sqlite3.OperationalError as exc:
+        assert "locked" in str(exc)
+        return False
+    finally:
+        probe.close()
+
+
+def _busy_threads(lt: Lantern, threads: int = 6, calls: int = 30) -> None:
+    """Reads, writes and failing writes from several threads at once."""
+
+    def work(worker: int) -> None:
+        for i in range(calls):
+            record = lt.memory.add(kind="fact", scope=f"t:{worker}", content=f"call {i}")
+            lt.memory.list(scope=[f"t:{worker}"], limit=5)
+            lt.memory.get(record.id)
+            with pytest.raises(InvalidInput):
+                lt.memory.update(record.id, priority=101)
+
+    pool = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+
+
+def test_connections_are_reused_and_all_released_on_close(db_path: Path) -> None:
+    lt = Lantern.open(db_path)
+    _busy_threads(lt)
+    assert len(lt.memory.list(status="all", limit=1000)) == 6 * 30
+    assert not _no_other_connection(db_path)
+    lt.close()
+    assert _no_other_connection(db_path)
+
+
+def test_a_store_dropped_without_close_releases_its_connections(db_path: Path) -> None:
+    lt = Lantern.open(db_path)
+    _busy_threads(lt, threads=2, calls=5)
+    del lt
+    gc.collect()
+    assert _no_other_connection(db_path)
 
 
 def test_a_directory_is_not_a_store(tmp_path: Path) -> None:
