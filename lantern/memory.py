@@ -1118,11 +1118,11 @@ def _ref_text(ref: Mapping[str, Any]) -> str:
 
 
 def _revised(record: MemoryRecord, changes: Mapping[str, Any], at: int) -> MemoryRecord:
+    """The record with `changes` made at `at` (`history.diff` tells whether any field moved)."""
     values = dict(changes)
     if "source_refs" in values:
         values["source_refs"] = freeze_refs(values["source_refs"])
-    revised = dataclasses.replace(record, **values)
-    return dataclasses.replace(revised, updated_at=at) if revised != record else record
+    return dataclasses.replace(record, **values, updated_at=at)
 
 
 def _walk(
