@@ -6,10 +6,13 @@ which heavy modules a common command pulls in.
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from lantern.cli.loading import loading
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,3 +62,43 @@ def test_memory_commands_load_no_migration_server_or_evidence_code(tmp_path: Pat
     for args in (("memory", "list", "--json"), ("memory", "add", "--kind", "goal", "second")):
         loaded = _modules_after(tmp_path, *args)
         assert sorted(loaded & set(NOT_FOR_MEMORY)) == [], args
+
+
+def test_loading_pauses_the_collector_only_while_code_loads() -> None:
+    assert gc.isenabled()
+    with loading():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with loading():
+            pass
+        assert not gc.isenabled()  # a collector paused by someone else stays paused
+    finally:
+        gc.enable()
+
+
+def test_commands_run_with_the_collector_on(tmp_path: Path) -> None:
+    script = (
+        "import gc, sys\n"
+        "from lantern.cli import cli\n"
+        "from lantern.cli import context\n"
+        "opened = context.open_lantern\n"
+        "def checked(*args, **kwargs):\n"
+        "    lantern = opened(*args, **kwargs)\n"
+        "    assert gc.isenabled(), 'the collector is paused while the command runs'\n"
+        "    print('checked')\n"
+        "    return lantern\n"
+        "context.open_lantern = checked\n"
+        "cli.main(['--db', sys.argv[1], 'memory', 'list'], standalone_mode=False)\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "store.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert "checked" in ran.stdout

@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from lantern import __version__
+from lantern.cli.loading import loading
 from lantern.cli.output import report_error
 from lantern.errors import LanternError
 
@@ -45,7 +46,8 @@ class LanternGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module, name = COMMANDS[cmd_name]
-        command: click.Command = getattr(import_module(module), name)
+        with loading():
+            command: click.Command = getattr(import_module(module), name)
         return command
 
     def invoke(self, ctx: click.Context) -> Any:

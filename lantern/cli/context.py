@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from lantern.cli.loading import loading
+
 if TYPE_CHECKING:
     from lantern.api import Lantern
 
@@ -13,11 +15,12 @@ if TYPE_CHECKING:
 def open_lantern(
     ctx: click.Context, *, require_current: bool = True, create: bool = True
 ) -> Lantern:
-    # Imported here so that `lantern --help` does not load SQLAlchemy.
-    from lantern.api import Lantern
+    with loading():
+        # Imported here so that `lantern --help` does not load SQLAlchemy.
+        from lantern.api import Lantern
 
-    lantern = Lantern.open(
-        ctx.find_root().obj["db"], require_current=require_current, create=create
-    )
+        lantern = Lantern.open(
+            ctx.find_root().obj["db"], require_current=require_current, create=create
+        )
     ctx.call_on_close(lantern.close)
     return lantern

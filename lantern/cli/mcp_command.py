@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import click
 
+from lantern.cli.loading import loading
 from lantern.cli.output import emit_json
 from lantern.errors import MissingDependency
 
@@ -70,7 +71,8 @@ def _load_server() -> Callable[..., int]:
     if find_spec("mcp") is None:
         raise MissingDependency(f"the MCP server needs the MCP SDK: {INSTALL_HINT}")
     try:
-        from lantern.mcpserver.server import serve
+        with loading():
+            from lantern.mcpserver.server import serve
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in _SDK_MODULES:
             raise
