@@ -41,7 +41,7 @@ from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from run import Result, percentiles, render
+from run import Result, compile_lantern, percentiles, render
 
 from lantern import Lantern
 
@@ -221,6 +221,7 @@ def import_mcp(runs: int) -> list[float]:
 
 
 async def starts(store: Path, n: int, runs: int) -> list[Row]:
+    compile_lantern()
     floor = import_mcp(runs)
     own = [
         await first_answers(lantern_server(store), "lantern_memory_list", {"limit": 1})
