@@ -211,23 +211,21 @@ async def first_answers(
     return initialized, called
 
 
-def import_mcp(runs: int) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import mcp"], check=True)
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
+def import_mcp() -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import mcp"], check=True)
+    return (time.perf_counter() - start) * 1000
 
 
 async def starts(store: Path, n: int, runs: int) -> list[Row]:
     compile_lantern()
-    floor = import_mcp(runs)
-    own = [
-        await first_answers(lantern_server(store), "lantern_memory_list", {"limit": 1})
-        for _ in range(runs)
-    ]
-    bare = [await first_answers(floor_server(), "constant", {}) for _ in range(runs)]
+    floor: list[float] = []
+    own: list[tuple[float, float]] = []
+    bare: list[tuple[float, float]] = []
+    for _ in range(runs):  # in turns, so that all three see the same machine
+        floor.append(import_mcp())
+        own.append(await first_answers(lantern_server(store), "lantern_memory_list", {"limit": 1}))
+        bare.append(await first_answers(floor_server(), "constant", {}))
     return [
         row("mcp start to initialize answered", n, [o[0] for o in own], floor),
         row("mcp start to first tool result", n, [o[1] for o in own], floor),

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lantern.cli.loading import loading
+from lantern.loading import loading
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

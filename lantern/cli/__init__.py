@@ -15,9 +15,9 @@ from typing import Any
 import click
 
 from lantern import __version__
-from lantern.cli.loading import loading
 from lantern.cli.output import report_error
 from lantern.errors import LanternError
+from lantern.loading import loading
 
 # Each command's module, imported when the command runs (or help lists it): a call loads only
 # the code of its own command (see the architecture note on import time).

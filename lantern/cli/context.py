@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lantern.cli.loading import loading
+from lantern.loading import loading
 
 if TYPE_CHECKING:
     from lantern.api import Lantern

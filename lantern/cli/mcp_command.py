@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import click
 
-from lantern.cli.loading import loading
 from lantern.cli.output import emit_json
 from lantern.errors import MissingDependency
+from lantern.loading import loading
 
 INSTALL_HINT = "pip install 'lantern[mcp]'"
 _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"})

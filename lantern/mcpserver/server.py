@@ -42,6 +42,7 @@ from pydantic_core import to_json
 
 from lantern import __version__
 from lantern.errors import LanternError
+from lantern.loading import loading
 from lantern.mcpserver import arguments
 from lantern.mcpserver.evidence_tools import EVIDENCE_TOOLS
 from lantern.mcpserver.memory_tools import MEMORY_TOOLS
@@ -158,10 +159,11 @@ def serve(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> int:
     )
 
     def open_store() -> Lantern:
-        from lantern.api import Lantern
+        with loading():
+            from lantern.api import Lantern
 
-        lantern = Lantern.open(db, scopes=scopes, read_only=read_only)
-        arguments.prepare(TOOLS)  # jsonschema, loaded here rather than on the first call
+            lantern = Lantern.open(db, scopes=scopes, read_only=read_only)
+            arguments.prepare(TOOLS)  # jsonschema, loaded here rather than on the first call
         return lantern
 
     handle = StoreHandle(open_store)

@@ -1,10 +1,10 @@
-"""Loading a command's code with the cyclic garbage collector paused.
+"""Loading code with the cyclic garbage collector paused.
 
 A short command spends most of its time importing: SQLAlchemy alone makes a few hundred
 thousand objects, all of which live until the process ends. The collector runs many times
-meanwhile and frees nothing, which costs about a tenth of a `lantern memory list`. It is
-paused while code loads and resumes before the command does its work, so a long command
-(an ingest, an export, the MCP server) collects as usual.
+meanwhile and frees nothing, which costs about a tenth of a `lantern memory list` (and of the
+MCP server's start). It is paused while code loads and resumes before any work is done, so a
+long command (an ingest, an export, the MCP server) collects as usual.
 """
 
 from __future__ import annotations
