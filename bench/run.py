@@ -77,14 +77,11 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), p95
 
 
-def measure(fn: Callable[[int], object], repeat: int) -> list[float]:
-    """Milliseconds per call; each call gets its index so it can vary its input."""
-    samples = []
-    for i in range(repeat):
-        start = time.perf_counter()
-        fn(i)
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
+def timed(fn: Callable[[int], object], i: int) -> float:
+    """Milliseconds of one call; each call gets its index so it can vary its input."""
+    start = time.perf_counter()
+    fn(i)
+    return (time.perf_counter() - start) * 1000
 
 
 def side_by_side(
@@ -94,13 +91,19 @@ def side_by_side(
     raw_fn: Callable[[int], object] | None,
     repeat: int,
 ) -> Result:
-    # Interleave warm-up, then measure each side in turn so caches are equally warm.
+    # Warm up both, then take turns call by call, so that both sides see the same machine.
     for i in range(min(20, repeat)):
         lantern_fn(repeat * 10 + i)
         if raw_fn is not None:
             raw_fn(repeat * 20 + i)
-    lantern = percentiles(measure(lantern_fn, repeat))
-    raw = percentiles(measure(raw_fn, repeat)) if raw_fn is not None else (None, None)
+    own: list[float] = []
+    floor: list[float] = []
+    for i in range(repeat):
+        own.append(timed(lantern_fn, i))
+        if raw_fn is not None:
+            floor.append(timed(raw_fn, i))
+    lantern = percentiles(own)
+    raw = percentiles(floor) if raw_fn is not None else (None, None)
     return Result(operation, n, lantern[0], lantern[1], raw[0], raw[1])
 
 
@@ -191,28 +194,42 @@ MEMORY_SEARCH_SQL = (
 BULK = 1000
 
 
-def bulk_add(lt: Lantern, raw: sqlite3.Connection, n: int) -> Result:
-    """`add_many` of 1,000 records beside raw `executemany` of the same rows (ms per batch)."""
-    lantern_batches = [
-        [
-            {"kind": "fact", "scope": "bench:bulk", "content": f"lantern bulk {b} {i} {n}"}
-            for i in range(BULK)
-        ]
-        for b in range(5)
-    ]
-    lantern_samples = []
-    for batch in lantern_batches:
-        start = time.perf_counter()
-        lt.memory.add_many(batch)
-        lantern_samples.append((time.perf_counter() - start) * 1000)
-    raw_samples = []
-    for b in range(5):
+def created_changes(scope: str, content: str, supersedes: str | None = None) -> str:
+    """The `changes` of a `created` history entry, byte for byte as Lantern writes it for a
+    fact with default fields, so that the raw side stores as much."""
+    after = {
+        "kind": "fact",
+        "scope": scope,
+        "status": "active",
+        "content": content,
+        "urgency": 0,
+        "priority": 50,
+        "confidence": 1.0,
+        "expires_at": None,
+        "source_refs": [],
+        "supersedes_id": supersedes,
+    }
+    return json.dumps({"after": after, "before": None}, ensure_ascii=False, separators=(",", ":"))
+
+
+def bulk_add(lt: Lantern, raw: sqlite3.Connection, n: int, batches: int = 10) -> Result:
+    """`add_many` of 1,000 records beside raw `executemany` of the same rows (ms per batch),
+    taking turns batch by batch."""
+
+    def lantern_batch(b: int) -> None:
+        lt.memory.add_many(
+            [
+                {"kind": "fact", "scope": "bench:bulk", "content": f"lantern bulk {b} {i} {n}"}
+                for i in range(BULK)
+            ]
+        )
+
+    def raw_batch(b: int) -> None:
         at = int(time.time())
         rows = []
         for i in range(BULK):
             content = f"raw bulk {b} {i} {n}"
             rows.append((memory_id("bench:bulk", "fact", content), content))
-        start = time.perf_counter()
         raw.execute("BEGIN IMMEDIATE")
         raw.execute("PRAGMA secure_delete = ON")
         raw.executemany(
@@ -229,14 +246,13 @@ def bulk_add(lt: Lantern, raw: sqlite3.Connection, n: int) -> Result:
         raw.executemany(
             "INSERT INTO memory_history (record_id, event, at, changes) VALUES (?, ?, ?, ?)",
             [
-                (record_id, "created", at, json.dumps({"before": None, "after": {"c": content}}))
+                (record_id, "created", at, created_changes("bench:bulk", content))
                 for record_id, content in rows
             ],
         )
         raw.execute("COMMIT")
-        raw_samples.append((time.perf_counter() - start) * 1000)
-    own, floor = percentiles(lantern_samples), percentiles(raw_samples)
-    return Result("memory add_many (1,000 records)", n, own[0], own[1], floor[0], floor[1])
+
+    return side_by_side("memory add_many (1,000 records)", n, lantern_batch, raw_batch, batches)
 
 
 LIST_SQL = (
@@ -304,7 +320,7 @@ def bench_memory(work: Path, n: int, repeat: int) -> list[Result]:
             )
             raw.execute(
                 "INSERT INTO memory_history (record_id, event, at, changes) VALUES (?, ?, ?, ?)",
-                (record_id, "created", at, json.dumps({"before": None, "after": {"c": content}})),
+                (record_id, "created", at, created_changes("bench:add", content)),
             )
             raw.execute("COMMIT")
 
@@ -425,7 +441,7 @@ def bench_supersede(
         raw.executemany(
             "INSERT INTO memory_history (record_id, event, at, changes) VALUES (?, ?, ?, ?)",
             [
-                (new_id, "created", at, json.dumps({"before": None, "after": {"c": content}})),
+                (new_id, "created", at, created_changes(scope, content, supersedes=old_id)),
                 (old_id, "superseded", at, '{"after":{"status":"superseded"},"before":{}}'),
             ],
         )
@@ -746,7 +762,7 @@ def bench_postgres(url: str, n: int, repeat: int) -> list[Result]:
                     raw.execute(
                         "INSERT INTO memory_history (record_id, event, at, changes) "
                         "VALUES (%s, 'created', %s, %s)",
-                        (record_id, at, json.dumps({"before": None, "after": {"c": content}})),
+                        (record_id, at, created_changes("bench:add", content)),
                     )
 
             results.append(
