@@ -28,6 +28,7 @@ search and history rows exist as Lantern writes them).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import subprocess
@@ -112,8 +113,12 @@ def lantern_server(store: Path) -> StdioServerParameters:
     )
 
 
-def floor_server() -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=[str(HERE / "mcp_floor_server.py")])
+def floor_server(payload: Path | None = None) -> StdioServerParameters:
+    """The floor server; with `payload`, its `payload` tool returns that file's JSON object."""
+    env = None if payload is None else {"MCP_FLOOR_PAYLOAD": str(payload)}
+    return StdioServerParameters(
+        command=sys.executable, args=[str(HERE / "mcp_floor_server.py")], env=env
+    )
 
 
 @asynccontextmanager
@@ -178,23 +183,38 @@ async def round_trips(store: Path, n: int, repeat: int) -> list[Row]:
     rows = []
     async with AsyncExitStack() as stack:
         own = await stack.enter_async_context(session(lantern_server(store)))
-        floor = await stack.enter_async_context(session(floor_server()))
+        # The floor server can also return the listing's own result (see `sized`).
+        listing = await own.call_tool(*operations[1][1](0))
+        payload = store.with_name(f"{store.name}.list-result.json")
+        payload.write_text(json.dumps(listing.structured_content))
+        floor = await stack.enter_async_context(session(floor_server(payload)))
         lt = stack.enter_context(Lantern.open(store))
         for label, call, direct in operations:
+            sized = label.startswith("list")
             for i in range(20):  # warm-up: caches, the worker threads, the validators
                 await timed_call(own, *call(repeat + i))
                 await timed_call(floor, "constant", {})
+                await timed_call(floor, "payload", {})
                 direct(lt, repeat + i)
-            own_samples, floor_samples, api_samples = [], [], []
+            own_samples, floor_samples, api_samples, sized_samples = [], [], [], []
             for i in range(repeat):
                 own_samples.append(await timed_call(own, *call(i)))
                 floor_samples.append(await timed_call(floor, "constant", {}))
+                if sized:
+                    sized_samples.append(await timed_call(floor, "payload", {}))
                 started = time.perf_counter()
                 direct(lt, i)
                 api_samples.append((time.perf_counter() - started) * 1000)
             rows.append(row(f"mcp {label}", n, own_samples, floor_samples))
             # For reference: the same call in process, what the store itself costs.
             rows.append(row(f"  the API alone: {label}", n, api_samples, floor_samples))
+            if sized:
+                # And the floor server returning this very result: what its size costs the SDK.
+                size = len(json.dumps(listing.structured_content)) // 1000
+                rows.append(
+                    row(f"  the floor returning it ({size} KB)", n, sized_samples, floor_samples)
+                )
+        payload.unlink()
     return rows
 
 

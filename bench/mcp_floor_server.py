@@ -1,5 +1,6 @@
 """The SDK's floor for a tool call over stdio: the same low-level `Server` and stdio transport
-`lantern mcp` uses, with one tool that returns a constant.
+`lantern mcp` uses, with one tool that returns a constant (and one that returns a saved result,
+to show what the size of a result costs the SDK alone).
 
     python bench/mcp_floor_server.py        # speaks MCP on stdin/stdout; bench/mcp_bench.py runs it
 
@@ -10,32 +11,45 @@ worker thread, the store, rendering the result.
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from pydantic_core import to_json
 
-RESULT = {"ok": True}
-TOOL = types.Tool(
-    name="constant",
-    description="Return a constant.",
-    input_schema={"type": "object", "properties": {}, "additionalProperties": False},
-)
+PAYLOAD_ENV = "MCP_FLOOR_PAYLOAD"
+NO_ARGUMENTS = {"type": "object", "properties": {}, "additionalProperties": False}
+TOOLS = [
+    types.Tool(name="constant", description="Return a constant.", input_schema=NO_ARGUMENTS),
+    types.Tool(
+        name="payload",
+        description=f"Return the JSON object in the file named by ${PAYLOAD_ENV}.",
+        input_schema=NO_ARGUMENTS,
+    ),
+]
+RESULTS = {"constant": {"ok": True}}
+if os.environ.get(PAYLOAD_ENV):
+    # What a real tool returns, sent as Lantern sends it: the SDK's cost of the size alone.
+    RESULTS["payload"] = json.loads(Path(os.environ[PAYLOAD_ENV]).read_text())
+TEXTS = {name: to_json(result).decode() for name, result in RESULTS.items()}
 
 
 async def on_list_tools(
     ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=[TOOL])
+    return types.ListToolsResult(tools=TOOLS)
 
 
 async def on_call_tool(
     ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[types.TextContent(text=json.dumps(RESULT))], structured_content=RESULT
+        content=[types.TextContent(text=TEXTS[params.name])],
+        structured_content=RESULTS[params.name],
     )
 
 
