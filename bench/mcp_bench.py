@@ -21,8 +21,8 @@ What each row measures (milliseconds, median and 95th percentile):
   pays before it can answer. `mcp floor start to first tool result` is the floor server's.
 
 Rows are dicts with the fields of `bench/run.py`'s `Result`: the floor is in `raw_p50` and
-`raw_p95`. Stores are SQLite files, built deterministically through `add_many` (so their
-search and history rows exist as Lantern writes them).
+`raw_p95`. Stores are `bench/run.py`'s memory stores (`build_memory_store`): the same
+deterministic records, written through `add_many`; run.py hands over the ones it measured.
 """
 
 from __future__ import annotations
@@ -30,74 +30,35 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from run import Result, compile_lantern, percentiles, render
+from run import (
+    SLOW_SAMPLES,
+    WORDS,
+    Result,
+    build_memory_store,
+    compile_lantern,
+    percentiles,
+    render,
+    scope_names,
+    search_queries,
+)
 
 from lantern import Lantern
 
 HERE = Path(__file__).resolve().parent
-KINDS = ("fact", "preference", "goal", "constraint", "task_state", "observation", "hypothesis")
-WORDS = (  # noqa: SIM905 - a word list is easier to read as text
-    "agent memory store record scope priority branch deploy review build test release note "
-    "user project host config cache index query search result evidence source chunk session "
-    "plan goal task state change update archive policy order time value field check error "
-    "fix data file path line code module function class method option command output input "
-    "log prefer always never before after first last small large fast slow local remote shared"
-).split()
-BUSY_SCOPE = "project:p000"
+BUSY_SCOPE = scope_names()[0]
 Row = dict[str, Any]
 Call = Callable[[int], tuple[str, dict[str, Any]]]
-
-
-# --- stores ------------------------------------------------------------------------------------
-
-
-def records(n: int, seed: int = 7) -> Iterator[dict[str, object]]:
-    """100 scopes with a skewed (Zipf) distribution, all kinds, 50-300 characters of words."""
-    rng = random.Random(seed)
-    scopes = [f"project:p{i:03d}" for i in range(100)]
-    weights = [1 / (rank + 1) for rank in range(100)]
-    for i in range(n):
-        length = rng.randint(50, 300)
-        words: list[str] = []
-        while sum(len(word) + 1 for word in words) < length:
-            words.append(rng.choice(WORDS))
-        yield {
-            "kind": KINDS[i % len(KINDS)],
-            "scope": rng.choices(scopes, weights)[0],
-            "content": " ".join(words).capitalize() + f". #{i}",
-            "priority": rng.randint(0, 100),
-            "urgency": rng.randint(0, 100),
-            "confidence": round(rng.random(), 2),
-        }
-
-
-def build_store(path: Path, n: int) -> None:
-    with Lantern.open(path) as lt:
-        batch: list[dict[str, object]] = []
-        for fields in records(n):
-            batch.append(fields)
-            if len(batch) == 10_000:
-                lt.memory.add_many(batch)
-                batch = []
-        if batch:
-            lt.memory.add_many(batch)
-
-
-def queries(count: int, seed: int = 5) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.sample(WORDS, rng.randint(1, 3))) for _ in range(count)]
 
 
 # --- servers -----------------------------------------------------------------------------------
@@ -156,7 +117,7 @@ def row(operation: str, n: int, own: list[float], floor: list[float]) -> Row:
 
 
 async def round_trips(store: Path, n: int, repeat: int) -> list[Row]:
-    searches = queries(repeat + 20)
+    searches = search_queries(repeat + 20, words=WORDS)
     # (label, the tool call for sample i, the same call through the Python API)
     operations: list[tuple[str, Call, Callable[[Lantern, int], object]]] = [
         (
@@ -197,7 +158,7 @@ async def round_trips(store: Path, n: int, repeat: int) -> list[Row]:
                 await timed_call(floor, "payload", {})
                 direct(lt, repeat + i)
             own_samples, floor_samples, api_samples, sized_samples = [], [], [], []
-            for i in range(repeat):
+            for i in range(min(repeat, SLOW_SAMPLES) if label.startswith("search") else repeat):
                 own_samples.append(await timed_call(own, *call(i)))
                 floor_samples.append(await timed_call(floor, "constant", {}))
                 if sized:
@@ -253,18 +214,27 @@ async def starts(store: Path, n: int, runs: int) -> list[Row]:
     ]
 
 
-def bench_mcp(work: Path, sizes: list[int], repeat: int) -> list[Row]:
-    """Round trips at each store size beside the SDK's floor, then start-up times."""
+def bench_mcp(
+    work: Path, sizes: list[int], repeat: int, stores: dict[int, Path] | None = None
+) -> list[Row]:
+    """Round trips at each store size beside the SDK's floor, then start-up times.
+
+    `stores` maps sizes to stores `bench/run.py` already built (and measured); the others are
+    built here, the same way, and removed afterwards.
+    """
     rows: list[Row] = []
-    stores = []
+    given = stores or {}
+    built = []
     for n in sizes:
-        store = work / f"mcp-{n}.db"
-        build_store(store, n)
-        stores.append((store, n))
+        store = given.get(n)
+        if store is None:
+            store = work / f"mcp-{n}.db"
+            build_memory_store(store, n)
+            built.append(store)
         rows += anyio.run(round_trips, store, n, repeat)
-    store, n = stores[0]
-    rows += anyio.run(starts, store, n, max(3, min(repeat // 20, 10)))
-    for store, _n in stores:
+    first = given.get(sizes[0], work / f"mcp-{sizes[0]}.db")
+    rows += anyio.run(starts, first, sizes[0], max(3, min(repeat // 20, 10)))
+    for store in built:
         for path in (
             store,
             store.with_name(store.name + "-wal"),

@@ -148,6 +148,16 @@ def test_a_store_dropped_without_close_releases_its_connections(db_path: Path) -
     assert _no_other_connection(db_path)
 
 
+def test_a_command_closes_the_store_before_its_process_exits(db_path: Path) -> None:
+    # The last connection to close checkpoints the WAL and deletes it: nothing is left for
+    # the interpreter's exit to finalize (the CLI skips its last full collection).
+    for args in (("memory", "add", "--kind", "fact", "closed"), ("memory", "list", "--json")):
+        result = lantern_process("--db", str(db_path), *args)
+        assert result.returncode == 0, result.stderr
+        assert not db_path.with_name(db_path.name + "-wal").exists(), args
+    assert _no_other_connection(db_path)
+
+
 def test_a_directory_is_not_a_store(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="is a directory"):
         Lantern.open(tmp_path)
