@@ -198,6 +198,21 @@ SLOW_SAMPLES = 100
 and 100 samples give a steady median and 95th percentile."""
 
 
+INSERT_RECORD_SQL = (
+    "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, confidence, "
+    "status, created_at, updated_at, expires_at, supersedes_id, source_refs) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+"""Every column bound, as any writer of rows that vary must (and as Lantern does)."""
+
+
+def record_values(
+    record_id: str, scope: str, content: str, at: int, supersedes: str | None = None
+) -> tuple[object, ...]:
+    """A new fact's column values, defaults included, in `INSERT_RECORD_SQL`'s order."""
+    return (record_id, "fact", content, scope, 50, 0, 1.0, "active", at, at, None, supersedes, "[]")
+
+
 def created_changes(scope: str, content: str, supersedes: str | None = None) -> str:
     """The `changes` of a `created` history entry, byte for byte as Lantern writes it for a
     fact with default fields, so that the raw side stores as much."""
@@ -237,11 +252,8 @@ def bulk_add(lt: Lantern, raw: sqlite3.Connection, n: int, batches: int = 10) ->
         raw.execute("BEGIN IMMEDIATE")
         raw.execute("PRAGMA secure_delete = ON")
         raw.executemany(
-            "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, "
-            "confidence, status, created_at, updated_at, expires_at, supersedes_id, "
-            "source_refs) VALUES (?, 'fact', ?, 'bench:bulk', 50, 0, 1.0, 'active', ?, ?, "
-            "NULL, NULL, '[]') ON CONFLICT DO NOTHING",
-            [(record_id, content, at, at) for record_id, content in rows],
+            INSERT_RECORD_SQL,
+            [record_values(record_id, "bench:bulk", content, at) for record_id, content in rows],
         )
         raw.executemany(
             "INSERT INTO memory_fts (rowid, record_id, content) VALUES (?, ?, ?)",
@@ -311,11 +323,8 @@ def bench_memory(path: Path, n: int, repeat: int) -> list[Result]:
             raw.execute("PRAGMA secure_delete = ON")
             raw.execute("SELECT * FROM memory_records WHERE id = ?", (record_id,)).fetchone()
             raw.execute(
-                "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, "
-                "confidence, status, created_at, updated_at, expires_at, supersedes_id, "
-                "source_refs) VALUES (?, 'fact', ?, 'bench:add', 50, 0, 1.0, 'active', ?, ?, "
-                "NULL, NULL, '[]') ON CONFLICT DO NOTHING RETURNING id",
-                (record_id, content, at, at),
+                INSERT_RECORD_SQL + " RETURNING id",
+                record_values(record_id, "bench:add", content, at),
             ).fetchone()
             raw.execute(
                 "INSERT INTO memory_fts (rowid, record_id, content) VALUES (?, ?, ?)",
@@ -430,11 +439,8 @@ def bench_supersede(
         raw.execute("SELECT * FROM memory_records WHERE id = ?", (old_id,)).fetchone()
         raw.execute("SELECT * FROM memory_records WHERE id = ?", (new_id,)).fetchone()
         raw.execute(
-            "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, "
-            "confidence, status, created_at, updated_at, expires_at, supersedes_id, "
-            "source_refs) VALUES (?, 'fact', ?, ?, 50, 0, 1.0, 'active', ?, ?, NULL, ?, '[]') "
-            "ON CONFLICT DO NOTHING RETURNING id",
-            (new_id, content, scope, at, at, old_id),
+            INSERT_RECORD_SQL + " RETURNING id",
+            record_values(new_id, scope, content, at, supersedes=old_id),
         ).fetchone()
         raw.execute(
             "INSERT INTO memory_fts (rowid, record_id, content) VALUES (?, ?, ?)",

@@ -105,7 +105,8 @@ def main() -> None:
     try:
         cli(prog_name="lantern")
     finally:
-        # Everything left is freed as the interpreter exits; without this, its last full
-        # collection walks every object the imports made (SQLAlchemy's above all): 50 ms, a
-        # fifth of a short command. The store is closed by now (see `open_lantern`).
+        # The process is about to end and its memory with it. Frozen objects are left out of
+        # the interpreter's last full collection, which otherwise walks everything the
+        # imports made (SQLAlchemy's above all): 50 ms, a fifth of a short command. The
+        # store was closed with the command's context (see `open_lantern`).
         gc.freeze()
