@@ -44,9 +44,10 @@ NOT_FOR_MEMORY = (
 )
 
 
-def _modules_after(tmp_path: Path, *args: str) -> set[str]:
+def _run(script: str, *args: str) -> str:
+    """The stdout of `script` run by a fresh interpreter, which must succeed."""
     ran = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(tmp_path / "store.db"), *args],
+        [sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -54,7 +55,12 @@ def _modules_after(tmp_path: Path, *args: str) -> set[str]:
         cwd=REPO_ROOT,
     )
     assert ran.returncode == 0, ran.stderr
-    return set(json.loads(ran.stdout.splitlines()[-1]))
+    return ran.stdout
+
+
+def _modules_after(tmp_path: Path, *args: str) -> set[str]:
+    output = _run(_SCRIPT, str(tmp_path / "store.db"), *args)
+    return set(json.loads(output.splitlines()[-1]))
 
 
 def test_memory_commands_load_no_migration_server_or_evidence_code(tmp_path: Path) -> None:
@@ -92,13 +98,4 @@ def test_commands_run_with_the_collector_on(tmp_path: Path) -> None:
         "context.open_lantern = checked\n"
         "cli.main(['--db', sys.argv[1], 'memory', 'list'], standalone_mode=False)\n"
     )
-    ran = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "store.db")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=REPO_ROOT,
-    )
-    assert ran.returncode == 0, ran.stderr
-    assert "checked" in ran.stdout
+    assert "checked" in _run(script, str(tmp_path / "store.db"))
