@@ -34,14 +34,16 @@ FTS5 and ``to_tsquery`` both have an operator language (``OR``, ``NOT``, ``NEAR`
 ``^``, ``!``, ``|``, ``<->``...) and both raise on malformed input. Instead of escaping that
 language piece by piece, every term is emitted as a quoted string, which neither engine
 interprets: FTS5 gets ``"c" "don t" "e mail"*`` and PostgreSQL gets
-``'C++' & 'don''t' & 'e-mail':*``. Inside quotes both engines only run their own tokenizer, so
-the worst a strange character can do is vanish.
+``('C++' | 'C') & 'don''t' & 'e-mail':*``. Inside quotes both engines only run their own
+tokenizer, so the worst a strange character can do is vanish.
 
 PostgreSQL's default parser does not split text like ``unicode61``: it keeps ``20.04``,
 ``example.com``, ``/usr/bin`` or ``-5`` as one lexeme. So :meth:`ParsedQuery.to_tsquery` hands
 PostgreSQL the user's own words (each quoted, phrase words joined with ``<->``) and lets it
 tokenize them exactly as it tokenized the documents, rather than our ``unicode61``-style tokens,
-which would never match such lexemes.
+which would never match such lexemes. Its parser also reads punctuation by what follows it
+(``a..`` at the end of a text holds the lexeme ``..``; followed by a quote it does not), so a
+term's last word is also offered without its trailing punctuation.
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ class ParsedQuery:
         )
 
     def to_tsquery(self) -> str:
-        """Render for PostgreSQL ``to_tsquery(config, ...)``, e.g. ``'C++' & 'don''t':*``.
+        """Render for PostgreSQL ``to_tsquery(config, ...)``, e.g. ``'don''t' & 'e-mail':*``.
 
         Every word is a quoted operand (``'`` doubled, ``\\`` escaped), the one form in which
         ``to_tsquery`` treats ``& | ! ( ) : <->`` as plain text. PostgreSQL runs its parser on
@@ -123,11 +125,17 @@ class ParsedQuery:
         rendered = []
         for term in self.terms:
             # An empty operand ('') is a syntax error in to_tsquery; parse_query makes none.
-            operands = [_tsquery_operand(word) for word in term.words or term.tokens if word]
-            if not operands:
+            words = [word for word in term.words or term.tokens if word]
+            if not words:
                 continue
+            operands = [_tsquery_operand(word) for word in words]
             if term.prefix:
                 operands[-1] += ":*"
+            elif (bare := words[-1][: _tokenize(words[-1])[1]]) != words[-1]:
+                # PostgreSQL reads punctuation after a term by what follows it: ".." at the
+                # end of the text is a lexeme, before a quote it is nothing. The query's text
+                # ends there, the document's may not, so either reading matches.
+                operands[-1] = f"({operands[-1]} | {_tsquery_operand(bare)})"
             phrase = " <-> ".join(operands)
             rendered.append(f"({phrase})" if len(operands) > 1 else phrase)
         return " & ".join(rendered)
