@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 
 from lantern.api import Lantern
-from lantern.errors import InvalidInput, NotAStore
+from lantern.errors import InvalidInput, NotAStore, NotFound
 from lantern.location import default_path, resolve
 from tests.helpers import lantern_process
 
@@ -138,6 +139,22 @@ def test_connections_are_reused_and_all_released_on_close(db_path: Path) -> None
     assert not _no_other_connection(db_path)
     lt.close()
     assert _no_other_connection(db_path)
+
+
+def test_transactions_in_turn_reuse_one_connection_of_each_kind(db_path: Path) -> None:
+    with Lantern.open(db_path) as lt:
+        checkouts: list[object] = []
+        event.listen(lt.store.engine, "checkout", lambda *args: checkouts.append(args))
+        for i in range(50):
+            record = lt.memory.add(kind="fact", content=f"turn {i}")
+            lt.memory.get(record.id)
+            lt.memory.list(limit=5)
+        with pytest.raises(NotFound):  # inside a write transaction: that connection goes
+            lt.memory.archive("mem_0000000000000000")
+        lt.memory.archive(record.id)
+    # At most one for reads, one for writes and one to replace the write connection that
+    # failed, where a checkout per transaction would make over 150.
+    assert len(checkouts) <= 3
 
 
 def test_a_store_dropped_without_close_releases_its_connections(db_path: Path) -> None:
