@@ -132,7 +132,7 @@ def _busy_threads(lt: Lantern, threads: int = 6, calls: int = 30) -> None:
         thread.join()
 
 
-def test_connections_are_reused_and_all_released_on_close(db_path: Path) -> None:
+def test_connections_of_many_threads_are_all_released_on_close(db_path: Path) -> None:
     lt = Lantern.open(db_path)
     _busy_threads(lt)
     assert len(lt.memory.list(status="all", limit=1000)) == 6 * 30
