@@ -57,6 +57,21 @@ def lantern_process(*args: str, env: dict[str, Any] | None = None, **kwargs: Any
     )
 
 
+def python_output(script: str, *args: str) -> str:
+    """The stdout of `script` run by a fresh interpreter from the repository, which must
+    succeed: for what a new process loads, which an in-process test cannot see."""
+    ran = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout
+
+
 def file_state(path: Path) -> tuple[bytes, int]:
     """Bytes and modification time, to prove a command left a file untouched."""
     return path.read_bytes(), path.stat().st_mtime_ns

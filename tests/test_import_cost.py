@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import gc
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from lantern.loading import loading
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import python_output
 
 _SCRIPT = """
 import json, sys
@@ -44,22 +41,8 @@ NOT_FOR_MEMORY = (
 )
 
 
-def _run(script: str, *args: str) -> str:
-    """The stdout of `script` run by a fresh interpreter, which must succeed."""
-    ran = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=REPO_ROOT,
-    )
-    assert ran.returncode == 0, ran.stderr
-    return ran.stdout
-
-
 def _modules_after(tmp_path: Path, *args: str) -> set[str]:
-    output = _run(_SCRIPT, str(tmp_path / "store.db"), *args)
+    output = python_output(_SCRIPT, str(tmp_path / "store.db"), *args)
     return set(json.loads(output.splitlines()[-1]))
 
 
@@ -98,4 +81,4 @@ def test_commands_run_with_the_collector_on(tmp_path: Path) -> None:
         "context.open_lantern = checked\n"
         "cli.main(['--db', sys.argv[1], 'memory', 'list'], standalone_mode=False)\n"
     )
-    assert "checked" in _run(script, str(tmp_path / "store.db"))
+    assert "checked" in python_output(script, str(tmp_path / "store.db"))

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from lantern.cli import cli
-from tests.helpers import LANTERN_BIN, REPO_ROOT, lantern_process
+from tests.helpers import LANTERN_BIN, REPO_ROOT, lantern_process, python_output
 
 
 def test_print_config_names_this_executable_and_an_absolute_store(tmp_path: Path) -> None:
@@ -109,13 +109,5 @@ for args in (["memory", "list"], ["memory", "add", "--kind", "fact", "x"], ["--h
 heavy = ("mcp", "mcp_types", "jsonschema", "anyio", "lantern.mcpserver.server")
 print(json.dumps(sorted(name for name in heavy if name in sys.modules)))
 """
-    ran = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "s.db")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=REPO_ROOT,
-    )
-    assert ran.returncode == 0, ran.stderr
-    assert json.loads(ran.stdout.splitlines()[-1]) == []
+    output = python_output(script, str(tmp_path / "s.db"))
+    assert json.loads(output.splitlines()[-1]) == []
