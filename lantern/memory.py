@@ -1020,7 +1020,7 @@ def _insert_many(conn: Connection, records: list[MemoryRecord]) -> set[str]:
         else:
             inserted = {row[0] for row in _IDS_AFTER.rows(conn, {"rowid": before})}
     else:
-        stmt = insert_ignoring_conflicts(conn, table).returning(table.c.id)
+        stmt = _insert_statement(conn, returning=True).statement
         inserted = {row[0] for row in conn.execute(stmt, rows)}
     written = [record for record in records if record.id in inserted]
     memory_search.index(conn, [(record.id, record.content) for record in written])
