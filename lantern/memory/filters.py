@@ -1,32 +1,23 @@
-"""Which memory records a listing or search returns, in what order, and where a page ends.
+"""Which memory records a listing or search returns, and in what order.
 
 `memory list` and `memory search` share these filters, so a filter means the same in both, in
 the CLI and in the Python API. Every filter is a condition on visible fields; none of them
-needs anything but the record row, except `cites`, which looks at `memory_refs`.
-
-Paging uses a cursor rather than an offset: the cursor holds the list-order keys of the last
-record returned, and the next page starts strictly after them. Records inserted or removed
-meanwhile shift an offset, never a cursor; a page neither repeats nor skips a record that
-stayed put. A cursor is `c1_` and the base64url of those keys as JSON: opaque to use, readable
-when debugging.
+needs anything but the record row, except `cites`, which looks at `memory_refs`. Where a page
+ends is `lantern.memory.cursor`'s business.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, or_, true, tuple_
+from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, or_, true
 
 from lantern import validation
 from lantern.errors import InvalidInput
-from lantern.memory_refs import cites_clause
-from lantern.models import memory_records as table
-from lantern.records import MemoryRecord
+from lantern.memory.refs import cites_clause
+from lantern.store.models import memory_records as table
 
 # The documented list order: active first (status words sort alphabetically with `active`
 # first, so ordering by the column keeps the index walk that a CASE expression would prevent),
@@ -38,8 +29,6 @@ LIST_ORDER = (
     table.c.updated_at.desc(),
     table.c.id,
 )
-
-CURSOR_PREFIX = "c1_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +89,7 @@ class MemoryFilter:
         if self.kinds:
             parts.append(_any_of(table.c.kind, "kind", self.kinds))
         if self.status != "all":
-            parts.append(({"status": self.status}, lambda v: table.c.status == _bound(v, "status")))
+            parts.append(({"status": self.status}, lambda v: table.c.status == bound(v, "status")))
         for name, value in (
             ("min_priority", self.min_priority),
             ("min_urgency", self.min_urgency),
@@ -113,7 +102,7 @@ class MemoryFilter:
             parts.append(
                 (
                     {"updated_before": self.updated_before},
-                    lambda v: table.c.updated_at < _bound(v, "updated_before"),
+                    lambda v: table.c.updated_at < bound(v, "updated_before"),
                 )
             )
         if self.cites:
@@ -169,14 +158,14 @@ _MINIMUM_OF = {
 
 def _at_least(name: str) -> Callable[[Values], ColumnElement[bool]]:
     column = _MINIMUM_OF[name]
-    return lambda values: column >= _bound(values, name)
+    return lambda values: column >= bound(values, name)
 
 
 def _unexpired(values: Values) -> ColumnElement[bool]:
-    return or_(table.c.expires_at.is_(None), table.c.expires_at > _bound(values, "at"))
+    return or_(table.c.expires_at.is_(None), table.c.expires_at > bound(values, "at"))
 
 
-def _bound(values: Values, name: str) -> BindParameter[Any]:
+def bound(values: Values, name: str) -> BindParameter[Any]:
     return bindparam(name, values[name])
 
 
@@ -185,7 +174,7 @@ def _any_of(column: Any, name: str, choices: Iterable[str]) -> Part:
 
     def build(v: Values) -> ColumnElement[bool]:
         # A single value as `=`, which every planner reads as an index equality.
-        binds = [_bound(v, key) for key in v]
+        binds = [bound(v, key) for key in v]
         result: ColumnElement[bool] = column == binds[0] if len(binds) == 1 else column.in_(binds)
         return result
 
@@ -199,7 +188,7 @@ def _cites_part(cites: tuple[tuple[str, str], ...], through_chunks: bool) -> Par
         values[f"cite_id_{i}"] = ref_id
 
     def build(v: Values) -> ColumnElement[bool]:
-        keys = [(_bound(v, f"cite_type_{i}"), _bound(v, f"cite_id_{i}")) for i in range(len(cites))]
+        keys = [(bound(v, f"cite_type_{i}"), bound(v, f"cite_id_{i}")) for i in range(len(cites))]
         sources = [
             key[1]
             for key, (ref_type, _) in zip(keys, cites, strict=True)
@@ -254,18 +243,18 @@ def scope_parts(dialect: str, patterns: Iterable[tuple[str, bool]], name: str) -
 
     def build(v: Values) -> ColumnElement[bool]:
         column = table.c.scope
-        exact = [_bound(v, f"{name}_{i}") for i in range(len(patterns)) if f"{name}_{i}" in v]
+        exact = [bound(v, f"{name}_{i}") for i in range(len(patterns)) if f"{name}_{i}" in v]
         conditions: list[ColumnElement[bool]] = []
         if exact:
             conditions.append(column == exact[0] if len(exact) == 1 else column.in_(exact))
         for i in range(len(patterns)):
             if f"{name}_like_{i}" in v:
-                conditions.append(column.like(_bound(v, f"{name}_like_{i}"), escape="\\"))
+                conditions.append(column.like(bound(v, f"{name}_like_{i}"), escape="\\"))
             elif f"{name}_from_{i}" in v:
-                lower = column >= _bound(v, f"{name}_from_{i}")
+                lower = column >= bound(v, f"{name}_from_{i}")
                 upper_name = f"{name}_to_{i}"
                 conditions.append(
-                    and_(lower, column < _bound(v, upper_name)) if upper_name in v else lower
+                    and_(lower, column < bound(v, upper_name)) if upper_name in v else lower
                 )
         return conditions[0] if len(conditions) == 1 else or_(*conditions)
 
@@ -293,90 +282,3 @@ def next_string(prefix: str) -> str | None:
             following = 0xE000 if last == 0xD7FF else last + 1
             return "".join(chars) + chr(following)
     return None
-
-
-# --- cursors ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CursorKey:
-    """The list-order keys of the last record of a page."""
-
-    status: str
-    priority: int
-    urgency: int
-    updated_at: int
-    id: str
-
-
-def cursor_for(record: MemoryRecord) -> str:
-    """The cursor that continues a listing after `record`."""
-    keys = [record.status, record.priority, record.urgency, record.updated_at, record.id]
-    encoded = base64.urlsafe_b64encode(json.dumps(keys, separators=(",", ":")).encode())
-    return CURSOR_PREFIX + encoded.decode("ascii").rstrip("=")
-
-
-def parse_cursor(value: object) -> CursorKey:
-    if not isinstance(value, str) or not value.startswith(CURSOR_PREFIX):
-        raise InvalidInput(f"not a cursor from a previous page: {value!r}")
-    body = value[len(CURSOR_PREFIX) :]
-    try:
-        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
-        keys = json.loads(raw.decode("utf-8"))
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidInput(f"not a cursor from a previous page: {value!r}") from exc
-    if not (
-        isinstance(keys, list)
-        and len(keys) == 5
-        and isinstance(keys[0], str)
-        and all(isinstance(key, int) and not isinstance(key, bool) for key in keys[1:4])
-        and isinstance(keys[4], str)
-    ):
-        raise InvalidInput(f"not a cursor from a previous page: {value!r}")
-    return CursorKey(*keys)
-
-
-def after_branches(key: CursorKey, *, all_statuses: bool) -> Part:
-    """Conditions whose union is "after `key` in the list order", each one index-seekable.
-
-    The order mixes directions (status and id ascending, the rest descending), so no single
-    row-value comparison expresses it, and the equivalent OR of ANDs makes SQLite scan from the
-    start of the scope (measured: 53 ms at 300k records against 0.07 ms). Each branch is an
-    equality prefix plus one range the composite index can seek to; the caller runs them as a
-    UNION ALL of small ordered queries (or ORs them, inside a search). The values are named
-    `after_*`; the part builds the OR of the branches, `branches` builds them one by one.
-    """
-    values: Values = {
-        "after_status": key.status,
-        "after_priority": key.priority,
-        "after_urgency": key.urgency,
-        "after_updated_at": key.updated_at,
-        "after_id": key.id,
-    }
-    return values, lambda v: or_(*branches(v, all_statuses=all_statuses))
-
-
-def branches(values: Values, *, all_statuses: bool) -> list[ColumnElement[bool]]:
-    """The branches of `after_branches`, one condition each."""
-    same = table.c.status == _bound(values, "after_status")
-    found: list[ColumnElement[bool]] = [
-        and_(
-            same,
-            table.c.priority == _bound(values, "after_priority"),
-            table.c.urgency == _bound(values, "after_urgency"),
-            table.c.updated_at == _bound(values, "after_updated_at"),
-            table.c.id > _bound(values, "after_id"),
-        ),
-        and_(
-            same,
-            tuple_(table.c.priority, table.c.urgency, table.c.updated_at)
-            < tuple_(
-                _bound(values, "after_priority"),
-                _bound(values, "after_urgency"),
-                _bound(values, "after_updated_at"),
-            ),
-        ),
-    ]
-    if all_statuses:
-        found.append(table.c.status > _bound(values, "after_status"))
-    return found

@@ -11,7 +11,7 @@ can never be renumbered by VACUUM the way the implicit rowids of `memory_records
 PostgreSQL: a generated `content_tsv` column (`to_tsvector('simple', content)`) with a GIN
 index; the database keeps it current, so the maintenance functions below do nothing there.
 
-Ranking is the same as for chunks (`lantern.search`): BM25 negated on SQLite, `ts_rank_cd`
+Ranking is the same as for chunks (`lantern.evidence.search`): BM25 negated on SQLite, `ts_rank_cd`
 with length normalisation on PostgreSQL; higher is better, and scores compare only within one
 result list.
 """
@@ -38,9 +38,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnClause
 
-from lantern.models import memory_records
-from lantern.prepared import Prepared
-from lantern.query import ParsedQuery
+from lantern.retrieval.query import ParsedQuery
+from lantern.store.models import memory_records
+from lantern.store.prepared import Prepared
 
 FTS_TABLE = "memory_fts"
 _FTS = table(FTS_TABLE, column("rowid"), column("record_id"), column("content"))

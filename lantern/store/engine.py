@@ -30,8 +30,8 @@ from lantern.errors import (
     StoreBusy,
     StoreIOError,
 )
-from lantern.location import StoreLocation
-from lantern.prepared import Params, Prepared, driver_of
+from lantern.store.location import StoreLocation
+from lantern.store.prepared import Params, Prepared, driver_of
 
 BUSY_TIMEOUT_SECONDS = 15.0
 BUSY_TIMEOUT_ENV = "LANTERN_BUSY_TIMEOUT"
@@ -292,7 +292,7 @@ def translate(exc: DBAPIError | sqlite3.Error, location: StoreLocation) -> Lante
             )
         return StoreIOError(f"I/O error on the store at {where}: {detail}")
     if "vtable constructor failed" in lowered:
-        # FTS5 cannot read its own index (see memory_search.merge_all); the rows are intact.
+        # FTS5 cannot read its own index (see lantern.memory.fts.merge_all); the rows are intact.
         return NotAStore(
             f"a full-text index of {where} is damaged ({detail}); "
             "repair it with: lantern db rebuild-index"

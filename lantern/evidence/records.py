@@ -1,5 +1,5 @@
 """Plain immutable evidence records (sources, chunks, search hits, ingest summaries) and their
-JSON shapes, with the same contract as `lantern.records` (README, "Evidence"): keys may be
+JSON shapes, with the same contract as `lantern.memory.records` (README, "Evidence"): keys may be
 added at the end, never renamed or removed.
 
 Apart from the memory records so that a memory command does not build these classes at all.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from lantern.records import JSONObject
+from lantern.memory.records import JSONObject
 
 
 def freeze_metadata(value: object) -> Mapping[str, Any]:

@@ -34,11 +34,16 @@ from typing import IO, Any
 
 from sqlalchemy import Connection, String, Table, exists, select, update
 
-from lantern import history, memory_refs, memory_search, validation
+from lantern import validation
 from lantern.errors import InvalidInput
-from lantern.memory import row_to_record
-from lantern.memory_filters import scope_clause
-from lantern.models import (
+from lantern.memory import fts as memory_fts
+from lantern.memory import history
+from lantern.memory import refs as memory_refs
+from lantern.memory.filters import scope_clause
+from lantern.memory.records import JSONObject
+from lantern.memory.rows import row_to_record
+from lantern.store.engine import Store
+from lantern.store.models import (
     chunk_entities,
     chunks,
     embeddings,
@@ -47,8 +52,6 @@ from lantern.models import (
     memory_records,
     sources,
 )
-from lantern.records import JSONObject
-from lantern.store import Store
 
 FORMAT = 1
 HEADER_TYPE = "lantern_export"
@@ -499,7 +502,7 @@ class _Importer:
                 self.links.append((number, record["id"], record["supersedes_id"]))
             new.append({**record, "supersedes_id": None})
         self._insert(memory_records, new)
-        memory_search.index(self.conn, [(r["id"], r["content"]) for r in new])
+        memory_fts.index(self.conn, [(r["id"], r["content"]) for r in new])
         memory_refs.write(self.conn, [(r["id"], r["source_refs"]) for r in new])
         self._count("memory", len(new), len(batch))
 

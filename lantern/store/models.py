@@ -4,7 +4,7 @@ Alembic revisions create the schema; these models describe the result, and a tes
 the two agree on a new store and on an upgraded legacy one. The evidence tables keep the legacy
 format exactly (see the README's "Upgrading existing stores"), which is why their index name and
 nullable `metadata` columns look older than the rest. Full-text index tables are kept outside the
-models: they belong to each engine's search code (`lantern.search`, `lantern.memory_search`).
+models: they belong to each engine's search code (`lantern.evidence.search`, `lantern.memory.fts`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from lantern.types import JSONText, UnixTime
+from lantern.store.types import JSONText, UnixTime
 from lantern.validation import HISTORY_EVENTS, MEMORY_KINDS, STATUSES
 
 NAMING_CONVENTION = {

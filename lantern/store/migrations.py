@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, text
 
 from lantern.errors import NotAStore, SchemaMismatch, StoreIOError
-from lantern.location import StoreLocation
+from lantern.store.location import StoreLocation
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -161,10 +161,11 @@ def _is_fts_shadow(name: str) -> bool:
 
 def script_location() -> Path:
     """The revisions: shipped inside the package in a wheel, or the checkout's `alembic/`."""
-    packaged = Path(__file__).parent / "_alembic"
+    package = Path(__file__).parent.parent  # lantern/
+    packaged = package / "_alembic"
     if packaged.is_dir():
         return packaged
-    return Path(__file__).parent.parent / "alembic"
+    return package.parent / "alembic"
 
 
 def alembic_config(options: _Options | None = None) -> Config:
@@ -188,8 +189,8 @@ def upgrade(location: StoreLocation, *, backup: bool = True) -> UpgradeReport:
 
 def run_environment(context: Any) -> None:
     """The migration environment, for `alembic upgrade` and `lantern db upgrade` alike."""
-    from lantern import location as locations
-    from lantern.models import Base
+    from lantern.store import location as locations
+    from lantern.store.models import Base
 
     options: _Options | None = context.config.attributes.get("lantern")
     if options is None:
@@ -221,7 +222,7 @@ def run_environment(context: Any) -> None:
 
 
 def _run_online(context: Any, options: _Options, settings: dict[str, Any]) -> None:
-    from lantern.store import create_store_engine, prepare_sqlite_file, translate_errors
+    from lantern.store.engine import create_store_engine, prepare_sqlite_file, translate_errors
 
     provided: Connection | Engine | None = context.config.attributes.get("connection")
     if isinstance(provided, Engine):

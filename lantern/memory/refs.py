@@ -28,9 +28,9 @@ from sqlalchemy import (
 )
 
 from lantern.errors import InvalidInput
-from lantern.models import chunks, memory_records, memory_refs, sources
-from lantern.prepared import Prepared
-from lantern.records import DanglingRef
+from lantern.memory.records import DanglingRef
+from lantern.store.models import chunks, memory_records, memory_refs, sources
+from lantern.store.prepared import Prepared
 
 # The reference types that name rows of this store, and the table each one names.
 RESOLVABLE: dict[str, Table] = {"source": sources, "chunk": chunks}

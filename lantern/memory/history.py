@@ -15,9 +15,10 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select
 
-from lantern.models import memory_history
-from lantern.prepared import Prepared
-from lantern.records import HistoryEntry, MemoryRecord
+from lantern.memory.records import HistoryEntry, MemoryRecord
+from lantern.memory.scopes import ScopePolicy
+from lantern.store.models import memory_history
+from lantern.store.prepared import Prepared
 from lantern.validation import canonical_json
 
 # The fields a history entry tracks: everything but the id and the two timestamps (the entry's
@@ -144,3 +145,29 @@ def forget(conn: Connection, record: MemoryRecord, at: int) -> None:
             memory_history.c.record_id == record.id, memory_history.c.event != "forgotten"
         )
     )
+
+
+def was_forgotten(conn: Connection, record_id: str, scopes: ScopePolicy) -> bool:
+    """Whether a record with this id, in a scope `scopes` admits, was forgotten."""
+    stmt = select(memory_history.c.changes).where(
+        memory_history.c.record_id == record_id, memory_history.c.event == "forgotten"
+    )
+    if not scopes.restricted:
+        return conn.execute(stmt.limit(1)).first() is not None
+    # A forgotten entry keeps the record's scope (in `before`), and nothing else does.
+    return any(
+        (scope := _forgotten_scope(changes)) is not None and scopes.allows(scope)
+        for changes in conn.execute(stmt).scalars()
+    )
+
+
+def _forgotten_scope(changes: Any) -> str | None:
+    before = changes.get("before") if isinstance(changes, Mapping) else None
+    scope = before.get("scope") if isinstance(before, Mapping) else None
+    return scope if isinstance(scope, str) else None
+
+
+def forgotten_in(entry: HistoryEntry, scopes: ScopePolicy) -> bool:
+    """A `forgotten` entry of a record whose scope `scopes` admits."""
+    scope = _forgotten_scope(entry.changes)
+    return entry.event == "forgotten" and scope is not None and scopes.allows(scope)

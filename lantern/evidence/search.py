@@ -43,11 +43,11 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnClause
 
 from lantern.errors import InvalidInput, LanternError
-from lantern.evidence_records import SearchHit
-from lantern.models import chunks, sources
-from lantern.prepared import Prepared
-from lantern.query import ParsedQuery
-from lantern.store import Store
+from lantern.evidence.records import SearchHit
+from lantern.retrieval.query import ParsedQuery
+from lantern.store.engine import Store
+from lantern.store.models import chunks, sources
+from lantern.store.prepared import Prepared
 
 MARK_START = "«"
 MARK_END = "»"
@@ -136,7 +136,7 @@ def _bound(values: dict[str, Any], name: str) -> BindParameter[Any]:
     return bindparam(name, values[name])
 
 
-# Compiled search statements by engine and filter shape (see `lantern.prepared`).
+# Compiled search statements by engine and filter shape (see `lantern.store.prepared`).
 _STATEMENTS: dict[tuple[object, ...], Prepared] = {}
 _MAX_SHAPES = 256
 

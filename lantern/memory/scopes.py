@@ -69,7 +69,7 @@ class ScopePolicy:
         """The WHERE condition on `memory_records.scope` (none when unrestricted)."""
         if not self.patterns:
             return []
-        from lantern.memory_filters import scope_clause
+        from lantern.memory.filters import scope_clause
 
         return [scope_clause(dialect, self.patterns, name="policy")]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 
-from lantern.sourcekinds import Turn, language_for, parse_transcript
+from lantern.evidence.sourcekinds import Turn, language_for, parse_transcript
 
 MIN_TARGET_SIZE = 100
 DEFAULT_TARGET_SIZE = 1000

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import pathspec
 
 from lantern.errors import InvalidInput
-from lantern.evidence_records import SkippedPath
+from lantern.evidence.records import SkippedPath
 
 BINARY_SNIFF_BYTES = 8192
 """How much of a file is checked for a NUL byte before the rest is read (Git's heuristic)."""

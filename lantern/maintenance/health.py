@@ -1,4 +1,4 @@
-"""Checking a store's health, rebuilding its derived indexes, and copying it while it is in use.
+"""Checking a store's health (`lantern db check`), without ever changing it.
 
 `check` reads and never repairs: each check reports what it found, and the store is healthy
 when none failed. What is checked, and why each one matters:
@@ -29,20 +29,21 @@ file. On a store that cannot be written at all, those two checks are reported as
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Connection, delete, func, select, text
+from sqlalchemy import Connection, select, text
 from sqlalchemy.exc import DBAPIError
 
-from lantern import memory_refs, memory_search, migrations
-from lantern.errors import InvalidInput, NotAStore, StoreIOError
-from lantern.models import Base, memory_records
-from lantern.models import memory_refs as refs_table
-from lantern.records import JSONObject
-from lantern.store import Store, translate
+from lantern.errors import NotAStore, StoreIOError
+from lantern.memory import fts as memory_fts
+from lantern.memory import refs as memory_refs
+from lantern.memory.records import JSONObject
+from lantern.store import migrations
+from lantern.store.engine import Store, translate
+from lantern.store.models import Base, memory_records
+from lantern.store.models import memory_refs as refs_table
 
 CHECKS = (
     "integrity",
@@ -128,9 +129,6 @@ class _Findings:
         if self.more:
             listed.append(f"... and {self.more} more")
         return CheckResult(name, "failed" if listed else "ok", tuple(listed))
-
-
-# --- check -----------------------------------------------------------------------------------
 
 
 def check(store: Store, *, url: str) -> HealthReport:
@@ -404,7 +402,7 @@ def _compare_memory_fts(conn: Connection, found: _Findings) -> None:
     """A `memory_fts` row per record, at the rowid the repository derives, with its content."""
     raw = conn.connection.dbapi_connection
     assert isinstance(raw, sqlite3.Connection)
-    raw.create_function(_ROWID_FUNCTION, 1, memory_search.fts_rowid, deterministic=True)
+    raw.create_function(_ROWID_FUNCTION, 1, memory_fts.fts_rowid, deterministic=True)
     missing = conn.exec_driver_sql(
         f"SELECT r.id, f.rowid IS NULL FROM memory_records AS r "
         f"LEFT JOIN memory_fts AS f ON f.rowid = {_ROWID_FUNCTION}(r.id) "
@@ -425,109 +423,3 @@ def _compare_memory_fts(conn: Connection, found: _Findings) -> None:
 def _first_line(exc: DBAPIError) -> str:
     detail = str(exc.orig if exc.orig is not None else exc).strip()
     return detail.splitlines()[0] if detail else type(exc).__name__
-
-
-# --- rebuild ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RebuildReport:
-    """What `lantern db rebuild-index` rebuilt, and from how many rows."""
-
-    indexes: tuple[str, ...]
-    chunks: int
-    memories: int
-    references: int
-
-    def to_json(self) -> JSONObject:
-        return {
-            "indexes": list(self.indexes),
-            "chunks": self.chunks,
-            "memories": self.memories,
-            "references": self.references,
-        }
-
-
-def rebuild_indexes(store: Store) -> RebuildReport:
-    """Rebuild the derived indexes from their tables, in one write transaction.
-
-    SQLite: FTS5 `rebuild` for `chunks_fts` (it re-reads `chunks`), and `memory_fts` emptied and
-    refilled from `memory_records` as the repository writes it, then merged into one segment
-    with `secure_delete` on, so no text of a forgotten record survives in a dropped segment.
-    A `memory_fts` that FTS5 refuses for too many structure levels (see
-    `memory_search.merge_all`) is made readable first.
-    PostgreSQL: `REINDEX` of both tables' indexes (their `tsvector` columns are generated).
-    Both: the reference rows are rewritten from the records' `source_refs`. Every record's
-    id, content and references are read into memory once, as the rows are rebuilt from them.
-    """
-    with store.write() as conn:
-        sqlite = conn.dialect.name == "sqlite"
-        chunk_count = conn.exec_driver_sql("SELECT count(*) FROM chunks").scalar_one()
-        rows = [
-            (record_id, content, refs)
-            for record_id, content, refs in conn.execute(
-                select(memory_records.c.id, memory_records.c.content, memory_records.c.source_refs)
-            )
-        ]
-        if sqlite:
-            conn.exec_driver_sql("PRAGMA secure_delete = ON")
-            memory_search.repair_structure(conn)
-            conn.exec_driver_sql("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
-            conn.exec_driver_sql("DELETE FROM memory_fts")
-            memory_search.index(conn, [(record_id, content) for record_id, content, _ in rows])
-            memory_search.merge_all(conn)
-            indexes: tuple[str, ...] = ("chunks_fts", "memory_fts", "memory_refs")
-        else:
-            conn.exec_driver_sql("REINDEX TABLE chunks")
-            conn.exec_driver_sql("REINDEX TABLE memory_records")
-            indexes = ("chunks", "memory_records", "memory_refs")
-        conn.execute(delete(refs_table))
-        memory_refs.write(conn, [(record_id, refs or []) for record_id, _, refs in rows])
-        references = conn.execute(select(func.count()).select_from(refs_table)).scalar_one()
-    return RebuildReport(
-        indexes=indexes, chunks=chunk_count, memories=len(rows), references=references
-    )
-
-
-# --- backup ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class BackupReport:
-    """Where `lantern db backup` wrote the copy, and how big it is."""
-
-    path: Path
-    size_bytes: int
-    revision: str | None
-
-    def to_json(self) -> JSONObject:
-        return {"path": str(self.path), "size_bytes": self.size_bytes, "revision": self.revision}
-
-
-def backup(store: Store, target: str | os.PathLike[str], *, force: bool = False) -> BackupReport:
-    """A consistent copy of a SQLite store, write-ahead log included, while others use it.
-
-    The copy is one snapshot (SQLite's online backup API, in one step under a read lock, which
-    never blocks writers), checked with `quick_check`, and only then moved to `target`, so a
-    crash never leaves a half-written file there. An existing `target` is refused unless
-    `force`. PostgreSQL stores are copied with the server's tools (`pg_dump`), or portably
-    with `lantern export`.
-    """
-    path = store.location.path
-    if path is None:
-        raise InvalidInput(
-            "db backup copies SQLite store files; back up a PostgreSQL store with pg_dump "
-            "(or lantern export for a portable copy)"
-        )
-    destination = Path(os.path.abspath(os.path.expanduser(os.fspath(target))))
-    own_files = {path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")}
-    if destination in own_files:
-        raise InvalidInput(f"{destination} is the store itself or one of its files")
-    if destination.is_dir():
-        raise InvalidInput(f"{destination} is a directory; give the path of the backup file")
-    if destination.exists() and not force:
-        raise InvalidInput(f"{destination} exists; give --force to replace it")
-    with store.read() as conn:
-        revision = migrations.read_state(conn, store.location).effective_revision
-    migrations.copy_sqlite(path, destination, replace=force)
-    return BackupReport(destination, destination.stat().st_size, revision)

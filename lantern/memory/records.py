@@ -200,28 +200,3 @@ class DanglingRef:
 
     def to_json(self) -> JSONObject:
         return {"record_id": self.record_id, "type": self.type, "id": self.id}
-
-
-_EVIDENCE_RECORDS = frozenset(
-    {
-        "Chunk",
-        "ChunkDetail",
-        "EmbeddingInfo",
-        "EntityRef",
-        "IngestResult",
-        "IngestSummary",
-        "SearchHit",
-        "SkippedPath",
-        "Source",
-        "freeze_metadata",
-    }
-)
-
-
-def __getattr__(name: str) -> Any:
-    # The evidence records live in `lantern.evidence_records`; importable from here as well.
-    if name in _EVIDENCE_RECORDS:
-        from lantern import evidence_records
-
-        return getattr(evidence_records, name)
-    raise AttributeError(f"module 'lantern.records' has no attribute {name!r}")
