@@ -313,7 +313,7 @@ def resolve(
     problems: list[str] = []
     for question in questions:
         if question.target == "chunk":
-            if question.uri not in chunks:
+            if question.uri is None or question.uri not in chunks:
                 problems.append(f"{question.id}: no transcript {question.uri!r}")
                 continue
             forms = spellings(question.contains)

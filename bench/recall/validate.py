@@ -18,6 +18,7 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import dataset
 from dataset import DATA, DatasetError, LoadedData, Question, ResolvedQuestion, Transcript
@@ -122,12 +123,12 @@ def answer_overlap(
 def read_turns(transcript: Transcript) -> list[dict[str, str]]:
     """The turns of a transcript file, read as plain JSON (independently of Lantern)."""
     text = transcript.text
+    found: list[Any]
     if transcript.path.suffix == ".json":
-        document = json.loads(text)
-        found = document["messages"]
+        found = json.loads(text)["messages"]
     else:
         found = [json.loads(line) for line in text.splitlines() if line.strip()]
-    if not found:
+    if not isinstance(found, list) or not found:
         raise ValueError("no turns")
     for turn in found:
         if not isinstance(turn, dict):
@@ -211,7 +212,7 @@ def print_overlap_table(table: Counter[tuple[str, str, str]]) -> None:
             if any(counts):
                 cells = "".join(f"{n:>7}" for n in counts)
                 print(f"  {target:<8}{category:<12}{cells}  {sum(counts):>5}")
-    totals = Counter()
+    totals: Counter[str] = Counter()
     for (_, _, label), n in table.items():
         totals[label] += n
     cells = "".join(f"{totals[label]:>7}" for label in labels)
