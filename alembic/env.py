@@ -1,6 +1,7 @@
-"""Alembic environment: the work is in `lantern.migrations`, shared with `lantern db upgrade`."""
+"""Alembic environment: the work is in `lantern.store.migrations`, shared with
+`lantern db upgrade`."""
 
 from alembic import context
-from lantern.migrations import run_environment
+from lantern.store.migrations import run_environment
 
 run_environment(context)

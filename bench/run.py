@@ -37,11 +37,12 @@ from pathlib import Path
 import sqlalchemy
 
 import lantern
-from lantern import Lantern, migrations
-from lantern.chunking import chunk_source
-from lantern.ids import chunk_id, memory_id, source_id
-from lantern.location import resolve
-from lantern.memory_search import fts_rowid
+from lantern import Lantern
+from lantern.evidence.chunking import chunk_source
+from lantern.memory.fts import fts_rowid
+from lantern.store import migrations
+from lantern.store.ids import chunk_id, memory_id, source_id
+from lantern.store.location import resolve
 
 KINDS = ("fact", "preference", "goal", "constraint", "task_state", "observation", "hypothesis")
 WORDS = (  # noqa: SIM905 - a word list is easier to read as text

@@ -14,14 +14,14 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Lantern": "lantern.api",
     "StoreStatus": "lantern.api",
-    "MemoryRecord": "lantern.records",
+    "MemoryRecord": "lantern.memory.records",
     "LanternError": "lantern.errors",
 }
 
 if TYPE_CHECKING:
     from lantern.api import Lantern, StoreStatus
     from lantern.errors import LanternError
-    from lantern.records import MemoryRecord
+    from lantern.memory.records import MemoryRecord
 
 __all__ = ["Lantern", "LanternError", "MemoryRecord", "StoreStatus", "__version__"]
 

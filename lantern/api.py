@@ -16,19 +16,22 @@ from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from lantern import migrations
 from lantern.errors import NotFound, PolicyRefused, SchemaMismatch
-from lantern.location import StoreLocation, resolve
-from lantern.memory import MemoryRepository
-from lantern.scopes import UNRESTRICTED, ScopePolicy
-from lantern.store import Store, create_store_engine, prepare_sqlite_file
+from lantern.memory.repository import MemoryRepository
+from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
+from lantern.store import migrations
+from lantern.store.engine import Store, create_store_engine, prepare_sqlite_file
+from lantern.store.location import StoreLocation, resolve
 
 if TYPE_CHECKING:
     # Imported where used: a command that lists memories should not pay for ingest, health
     # checks or export (see the architecture note on import time).
-    from lantern import health, transfer
-    from lantern.evidence import EvidenceRepository
-    from lantern.inspection import Inspection
+    from lantern.evidence.repository import EvidenceRepository
+    from lantern.maintenance.backup import BackupReport
+    from lantern.maintenance.health import HealthReport
+    from lantern.maintenance.inspection import Inspection
+    from lantern.maintenance.rebuild import RebuildReport
+    from lantern.transfer.jsonl import TransferReport
 
 CITED_BY_LIMIT = 1_000
 """At most this many citing records are listed beside a source or chunk."""
@@ -69,7 +72,7 @@ class Lantern:
     @cached_property
     def evidence(self) -> EvidenceRepository:
         """Sources and chunks: ingest, search, show, remove."""
-        from lantern.evidence import EvidenceRepository
+        from lantern.evidence.repository import EvidenceRepository
 
         return EvidenceRepository(self.store)
 
@@ -92,9 +95,9 @@ class Lantern:
         `SchemaMismatch` unless `require_current` is False, which `db status` and `db upgrade`
         use.
 
-        `scopes` confines `memory` to those scope patterns (see `lantern.scopes`); `read_only`
-        refuses every write (`PolicyRefused`), down to the database connections, and never
-        creates a store. Operations on the whole store (`inspect`, export, import, upgrade,
+        `scopes` confines `memory` to those scope patterns (see `lantern.memory.scopes`);
+        `read_only` refuses every write (`PolicyRefused`), down to the database connections, and
+        never creates a store. Operations on the whole store (`inspect`, export, import, upgrade,
         check, backup, rebuild-index) are refused on a scope-restricted Lantern.
         """
         policy = scopes if isinstance(scopes, ScopePolicy) else ScopePolicy.of(scopes)
@@ -168,31 +171,31 @@ class Lantern:
             raise PolicyRefused(f"{self.location.display_url} is open read-only; not upgraded")
         return migrations.upgrade(self.location, backup=backup)
 
-    def check(self) -> health.HealthReport:
+    def check(self) -> HealthReport:
         """Check the store's health without changing it (`lantern db check`)."""
         self._whole_store("check")
-        from lantern import health
+        from lantern.maintenance.health import check
 
-        return health.check(self.store, url=self.location.display_url)
+        return check(self.store, url=self.location.display_url)
 
-    def rebuild_index(self) -> health.RebuildReport:
+    def rebuild_index(self) -> RebuildReport:
         """Rebuild the full-text indexes and reference rows from their tables."""
         self._whole_store("rebuild-index")
-        from lantern import health
+        from lantern.maintenance.rebuild import rebuild_indexes
 
-        return health.rebuild_indexes(self.store)
+        return rebuild_indexes(self.store)
 
-    def backup(self, target: str | os.PathLike[str], *, force: bool = False) -> health.BackupReport:
+    def backup(self, target: str | os.PathLike[str], *, force: bool = False) -> BackupReport:
         """A consistent copy of a live SQLite store at `target` (`lantern db backup`)."""
         self._whole_store("backup")
-        from lantern import health
+        from lantern.maintenance.backup import backup
 
-        return health.backup(self.store, target, force=force)
+        return backup(self.store, target, force=force)
 
     def inspect(self) -> Inspection:
         """The store at a glance: where, how big, what schema, what it holds (`lantern inspect`)."""
         self._whole_store("inspect")
-        from lantern.inspection import inspect_store
+        from lantern.maintenance.inspection import inspect_store
 
         return inspect_store(
             self.store, url=self.location.display_url, size_bytes=_size_bytes(self.store)
@@ -205,21 +208,19 @@ class Lantern:
         scope: str | Iterable[str] | None = None,
         memories: bool = True,
         evidence: bool = True,
-    ) -> transfer.TransferReport:
+    ) -> TransferReport:
         """Write the store, or part of it, as JSON Lines (README, "Export format")."""
         self._whole_store("export")
-        from lantern import transfer
+        from lantern.transfer.jsonl import export_jsonl
 
-        return transfer.export_jsonl(
-            self.store, out, scope=scope, memories=memories, evidence=evidence
-        )
+        return export_jsonl(self.store, out, scope=scope, memories=memories, evidence=evidence)
 
-    def import_jsonl(self, source: IO[bytes]) -> transfer.TransferReport:
+    def import_jsonl(self, source: IO[bytes]) -> TransferReport:
         """Add what an export holds and the store does not: idempotent, all or nothing."""
         self._whole_store("import")
-        from lantern import transfer
+        from lantern.transfer.jsonl import import_jsonl
 
-        return transfer.import_jsonl(self.store, source)
+        return import_jsonl(self.store, source)
 
     def _whole_store(self, operation: str) -> None:
         """Refuse, on a scope-restricted Lantern, what would read or write every scope."""

@@ -3,7 +3,7 @@
 Every error that reaches a caller is a `LanternError`: the CLI prints its one-line message and
 exits with its `exit_code`, the MCP server returns it as a tool error, and Python callers can
 catch the root or a precise subclass. Database driver errors are translated at the store edge
-(`lantern.store`) so that nothing above it sees SQLAlchemy or sqlite3 exceptions.
+(`lantern.store.engine`) so that nothing above it sees SQLAlchemy or sqlite3 exceptions.
 """
 
 from __future__ import annotations

@@ -8,10 +8,14 @@ import pytest
 from sqlalchemy import text
 
 from lantern.api import Lantern
-from lantern.ids import chunk_id, source_id
-from lantern.models import chunk_entities, chunks, embeddings, entities, sources
+from lantern.store.ids import chunk_id, source_id
+from lantern.store.models import chunk_entities, chunks, embeddings, entities, sources
 
 BASE_TIME = 1_800_000_000
+
+
+# The modules of the memory repository that read the clock.
+MEMORY_CLOCKS = ("lantern.memory.writes", "lantern.memory.lifecycle", "lantern.memory.reads")
 
 
 class Clock:
@@ -19,7 +23,7 @@ class Clock:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, start: int = BASE_TIME) -> None:
         self.now = start
-        for module in ("lantern.memory", "lantern.inspection"):
+        for module in (*MEMORY_CLOCKS, "lantern.maintenance.inspection"):
             monkeypatch.setattr(f"{module}.now", lambda: self.now)
 
     def advance(self, seconds: int = 1) -> int:

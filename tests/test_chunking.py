@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from lantern.chunking import MIN_TARGET_SIZE, ChunkSpan, chunk_source
-from lantern.sourcekinds import (
+from lantern.evidence.chunking import MIN_TARGET_SIZE, ChunkSpan, chunk_source
+from lantern.evidence.sourcekinds import (
     KNOWN_SOURCE_KINDS,
     Turn,
     detect_kind,

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from lantern.chunking import DEFAULT_TARGET_SIZE
+from lantern.evidence.chunking import DEFAULT_TARGET_SIZE
 from tests.helpers import CHUNK_KEYS, LANTERN_BIN, SOURCE_KEYS, CliRun, ProcessRun
 
 SUMMARY_KEYS = [

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from lantern.api import Lantern
 from lantern.cli import cli
-from lantern.health import CHECKS
+from lantern.maintenance.health import CHECKS
 from tests.helpers import CliRun, file_state, lantern_process
 from tests.memory_helpers import add_source, sql
 
@@ -271,7 +271,7 @@ def test_a_failed_copy_leaves_no_file_under_either_name(
     def no_space(_path: Path) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("lantern.migrations._fsync", no_space)
+    monkeypatch.setattr("lantern.store.migrations._fsync", no_space)
     result = _cli(db_path, "db", "backup", str(tmp_path / "copy.db"))
     assert result.exit_code == 6
     assert result.stderr.endswith("the disk is full; free some space and retry\n")

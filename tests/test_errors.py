@@ -11,8 +11,8 @@ from sqlalchemy.exc import DBAPIError
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput, NotAStore, StoreBusy, StoreIOError
-from lantern.location import resolve
-from lantern.store import translate, translate_errors
+from lantern.store.engine import translate, translate_errors
+from lantern.store.location import resolve
 from tests.helpers import lantern_process
 
 
@@ -101,14 +101,14 @@ def test_a_full_disk_that_sqlite_reports_as_an_io_error_says_so(
     location = resolve(str(tmp_path / "store.db"))
     error = sqlite3.OperationalError("disk I/O error")
     error.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"  # type: ignore[attr-defined]
-    monkeypatch.setattr("lantern.store._nearly_full", lambda _path: True)
+    monkeypatch.setattr("lantern.store.engine._nearly_full", lambda _path: True)
     full = translate(error, location)
     assert isinstance(full, StoreIOError)
     assert full.message == (
         f"the disk holding {location.path} is full; free some space and retry "
         "(disk I/O error, SQLITE_IOERR_SHMSIZE)"
     )
-    monkeypatch.setattr("lantern.store._nearly_full", lambda _path: False)
+    monkeypatch.setattr("lantern.store.engine._nearly_full", lambda _path: False)
     assert translate(error, location).message.startswith("I/O error on the store at")
 
 
@@ -118,10 +118,10 @@ def test_a_store_that_cannot_be_opened_for_want_of_write_access_says_so(
     path = tmp_path / "store.db"
     Lantern.open(path).close()
     error = sqlite3.OperationalError("unable to open database file")
-    monkeypatch.setattr("lantern.store._cannot_write_beside", lambda _path: True)
+    monkeypatch.setattr("lantern.store.engine._cannot_write_beside", lambda _path: True)
     read_only = translate(error, resolve(str(path)))
     assert isinstance(read_only, StoreIOError) and "read-only file system" in read_only.message
-    monkeypatch.setattr("lantern.store._cannot_write_beside", lambda _path: False)
+    monkeypatch.setattr("lantern.store.engine._cannot_write_beside", lambda _path: False)
     assert isinstance(translate(error, resolve(str(path))), NotAStore)
 
 

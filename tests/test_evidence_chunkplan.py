@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lantern.chunkplan import assign_ordinals
+from lantern.evidence.chunkplan import assign_ordinals
 
 
 def kept(old: list[tuple[int, str]], new: list[str], ordinals: list[int]) -> int:

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert, select
 
-from lantern import evidence as evidence_module
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
-from lantern.evidence_records import IngestSummary, SkippedPath, Source
-from lantern.models import chunks as chunks_table
-from lantern.models import embeddings as embeddings_table
+from lantern.evidence import writing
+from lantern.evidence.records import IngestSummary, SkippedPath, Source
+from lantern.store.models import chunks as chunks_table
+from lantern.store.models import embeddings as embeddings_table
 from tests.legacy_stores import chunk_id as legacy_chunk_id
 from tests.legacy_stores import source_id as legacy_source_id
 
@@ -31,7 +31,7 @@ MTIME = 1_790_000_000
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The time every evidence operation takes as its timestamp."""
     current = [1_800_000_000]
-    monkeypatch.setattr("lantern.evidence.now", lambda: current[0])
+    monkeypatch.setattr("lantern.evidence.repository.now", lambda: current[0])
     return current
 
 
@@ -335,13 +335,13 @@ def test_a_failed_replace_changes_nothing(
     path = write(files / "doc.txt", "\n\n".join(words(20, f"p{i}_") for i in range(3)))
     lt.evidence.ingest_path(files, target_size=150)
     before = source(lt, path)
-    original = evidence_module._Writes.execute
+    original = writing.Writes.execute
 
-    def fail_after_writing(self: evidence_module._Writes, conn: object) -> None:
+    def fail_after_writing(self: writing.Writes, conn: object) -> None:
         original(self, conn)  # type: ignore[arg-type]
         raise RuntimeError("disk unplugged")
 
-    monkeypatch.setattr(evidence_module._Writes, "execute", fail_after_writing)
+    monkeypatch.setattr(writing.Writes, "execute", fail_after_writing)
     write(path, "completely different text")
     with pytest.raises(RuntimeError, match="disk unplugged"):
         lt.evidence.ingest_path(files, target_size=150)
@@ -519,7 +519,7 @@ def test_a_file_reached_twice_is_ingested_once_and_kind_can_be_forced(
 
 
 def test_batches_and_progress(lt: Lantern, files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(evidence_module, "BATCH_FILES", 2)
+    monkeypatch.setattr("lantern.evidence.repository.BATCH_FILES", 2)
     for i in range(5):
         write(files / f"f{i}.txt", f"file number {i}")
     write(files / "z.bin", b"\x00")
@@ -603,8 +603,8 @@ def test_bad_input_is_refused_and_changes_nothing(
 def test_files_over_the_size_limit_are_skipped_unread(
     lt: Lantern, files: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("lantern.ingest.MAX_FILE_BYTES", 100)
-    monkeypatch.setattr("lantern.evidence.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("lantern.evidence.files.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("lantern.evidence.repository.MAX_FILE_BYTES", 100)
     big = write(files / "big.md", "x" * 200)
     write(files / "small.md", "fine")
     summary = lt.evidence.ingest_path(files)

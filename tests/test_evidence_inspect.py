@@ -10,8 +10,8 @@ from sqlalchemy import insert, select
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput, NotFound
-from lantern.evidence_records import ChunkDetail, EmbeddingInfo, EntityRef
-from lantern.models import chunk_entities, chunks, embeddings, entities
+from lantern.evidence.records import ChunkDetail, EmbeddingInfo, EntityRef
+from lantern.store.models import chunk_entities, chunks, embeddings, entities
 from tests.helpers import CHUNK_KEYS, SOURCE_KEYS, CliRun
 
 PARAGRAPHS = [" ".join(f"p{n}w{i}" for i in range(20)) for n in range(5)]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
-from lantern.evidence_records import SearchHit
+from lantern.evidence.records import SearchHit
 
 BASE = 1_800_000_000
 FILLER = " ".join(f"filler{i}" for i in range(150))
@@ -31,7 +31,7 @@ NOTHING = ["*", ")", "🔥", "", "   ", '""', "\x00", "\ud800", "-", "+*^", "(("
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     current = [BASE]
-    monkeypatch.setattr("lantern.evidence.now", lambda: current[0])
+    monkeypatch.setattr("lantern.evidence.repository.now", lambda: current[0])
     return current
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
-from lantern.ids import memory_id
+from lantern.store.ids import memory_id
 from tests.helpers import CliRun, ProcessRun, lantern_process
 from tests.legacy_stores import FTS_PROBE_QUERIES, build_legacy_store, fts_answers
 from tests.memory_helpers import Clock, add_entity_links, add_source

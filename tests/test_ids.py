@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lantern.ids import chunk_id, entity_id, memory_id, source_id
+from lantern.store.ids import chunk_id, entity_id, memory_id, source_id
 
 
 @pytest.mark.parametrize(

@@ -31,11 +31,9 @@ NOT_FOR_MEMORY = (
     "sqlalchemy.dialects.postgresql",
     "pathspec",
     "lantern.evidence",
-    "lantern.evidence_records",
-    "lantern.ingest",
     "lantern.cli.evidence",
     "lantern.cli.transfer",
-    "lantern.health",
+    "lantern.maintenance",
     "lantern.transfer",
     "lantern.mcpserver",
 )

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from lantern import migrations
 from lantern.api import Lantern
+from lantern.store import migrations
 from tests.helpers import CliRun, ProcessRun
 from tests.memory_helpers import BASE_TIME, Clock, add_source, remove_source
 

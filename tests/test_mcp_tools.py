@@ -17,15 +17,16 @@ from mcp import Client, MCPError, types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from lantern import chunking, evidence
 from lantern.api import Lantern
 from lantern.cli import cli
 from lantern.errors import InvalidInput
-from lantern.evidence import EvidenceRepository
+from lantern.evidence import chunking
+from lantern.evidence import inputs as evidence_inputs
+from lantern.evidence.repository import EvidenceRepository
 from lantern.mcpserver import arguments, evidence_tools
 from lantern.mcpserver.server import TOOLS, StoreHandle, build_server
 from lantern.mcpserver.wire import clean_text, repaired
-from lantern.memory import MemoryRepository
+from lantern.memory.repository import MemoryRepository
 
 SPECS = {spec.name: spec for spec in TOOLS}
 # Each tool beside the CLI command it mirrors and the API call it makes.
@@ -118,9 +119,9 @@ def test_descriptions_say_what_not_when(name: str) -> None:
 
 
 def test_evidence_limits_match_the_repository() -> None:
-    assert evidence_tools.MAX_CONTEXT == evidence.MAX_CONTEXT
-    assert evidence_tools.MAX_TARGET_SIZE == evidence.MAX_TARGET_SIZE
-    assert evidence_tools.MAX_URI_CHARS == evidence.MAX_URI_CHARS
+    assert evidence_tools.MAX_CONTEXT == evidence_inputs.MAX_CONTEXT
+    assert evidence_tools.MAX_TARGET_SIZE == evidence_inputs.MAX_TARGET_SIZE
+    assert evidence_tools.MAX_URI_CHARS == evidence_inputs.MAX_URI_CHARS
     assert evidence_tools.MIN_TARGET_SIZE == chunking.MIN_TARGET_SIZE
 
 

@@ -6,15 +6,17 @@ import pytest
 
 from lantern.api import Lantern
 from lantern.errors import Conflict, InvalidInput, NotFound
-from lantern.ids import memory_id
-from lantern.records import MemoryRecord
+from lantern.memory.records import MemoryRecord
+from lantern.store.ids import memory_id
+from tests.memory_helpers import MEMORY_CLOCKS
 
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A settable clock: the time every memory operation takes as its timestamp."""
     current = [1_800_000_000]
-    monkeypatch.setattr("lantern.memory.now", lambda: current[0])
+    for module in MEMORY_CLOCKS:
+        monkeypatch.setattr(f"{module}.now", lambda: current[0])
     return current
 
 

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import event
 
 from lantern.api import Lantern
-from lantern.memory import MemoryRepository
+from lantern.memory.repository import MemoryRepository
 from tests.helpers import ProcessRun
 
 SECRET = "Top SECRET: the vault code is zqxjkvtoken hunter2plugh, do not store"

@@ -8,11 +8,11 @@ import json
 import pytest
 from sqlalchemy import text
 
-from lantern import history
 from lantern.api import Lantern
 from lantern.errors import Conflict, InvalidInput, LanternError, NotFound
-from lantern.ids import memory_id
-from lantern.records import MemoryRecord
+from lantern.memory import history
+from lantern.memory.records import MemoryRecord
+from lantern.store.ids import memory_id
 from lantern.validation import canonical_json
 from tests.memory_helpers import Clock, add_source, remove_source, sql, table_rows
 

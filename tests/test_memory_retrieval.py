@@ -9,9 +9,10 @@ import pytest
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
-from lantern.memory_filters import cursor_for, next_string, parse_cursor
-from lantern.prepared import Prepared
-from lantern.records import MemoryRecord, order_keys
+from lantern.memory.cursor import cursor_for, parse_cursor
+from lantern.memory.filters import next_string
+from lantern.memory.records import MemoryRecord, order_keys
+from lantern.store.prepared import Prepared
 from tests.memory_helpers import BASE_TIME, Clock
 
 

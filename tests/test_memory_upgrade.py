@@ -11,12 +11,12 @@ from types import ModuleType
 from sqlalchemy import text
 
 from alembic import command
-from lantern import migrations
 from lantern.api import Lantern
-from lantern.location import resolve
-from lantern.memory_search import fts_rowid
-from lantern.models import memory_records
-from lantern.store import create_store_engine, prepare_sqlite_file
+from lantern.memory.fts import fts_rowid
+from lantern.store import migrations
+from lantern.store.engine import create_store_engine, prepare_sqlite_file
+from lantern.store.location import resolve
+from lantern.store.models import memory_records
 from tests.legacy_stores import build_legacy_store
 
 OLD_RECORDS = [

@@ -26,13 +26,13 @@ from pytest_alembic.tests import (  # noqa: F401 - collected here, against every
 )
 from sqlalchemy import Engine
 
-from lantern import migrations
 from lantern.api import Lantern
 from lantern.cli import cli
 from lantern.errors import SchemaMismatch
-from lantern.location import resolve
-from lantern.models import Base
-from lantern.store import create_store_engine, prepare_sqlite_file
+from lantern.store import migrations
+from lantern.store.engine import create_store_engine, prepare_sqlite_file
+from lantern.store.location import resolve
+from lantern.store.models import Base
 from tests.helpers import REPO_ROOT, file_state, lantern_process
 from tests.legacy_stores import FTS_PROBE_QUERIES, build_legacy_store, fts_answers, snapshot
 

@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-from lantern import migrations
 from lantern.api import Lantern
+from lantern.store import migrations
 from tests.helpers import lantern_process
 
 

@@ -1,4 +1,4 @@
-"""Tests for lantern.query against a real SQLite FTS5 table and, if reachable, PostgreSQL.
+"""Tests for lantern.retrieval.query against a real SQLite FTS5 table and, if reachable, PostgreSQL.
 
 The point of the module is that no user input can make either engine raise, and that literal
 text is found literally, so the tests run the generated queries on the real engines rather than
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lantern.query import MAX_TERMS, ParsedQuery, Term, _tsquery_operand, parse_query
+from lantern.retrieval.query import MAX_TERMS, ParsedQuery, Term, _tsquery_operand, parse_query
 
 PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 

@@ -18,9 +18,9 @@ from sqlalchemy import text
 
 from lantern.api import Lantern
 from lantern.errors import Conflict, InvalidInput, LanternError, NotFound, PolicyRefused
-from lantern.ids import memory_id
-from lantern.records import MemoryRecord
-from lantern.scopes import UNRESTRICTED, ScopePolicy
+from lantern.memory.records import MemoryRecord
+from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
+from lantern.store.ids import memory_id
 from tests.memory_helpers import add_source, table_rows
 
 PATTERNS = ["team:*", "solo", "odd\\*"]

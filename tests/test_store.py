@@ -17,7 +17,7 @@ from sqlalchemy import event
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput, NotAStore, NotFound
-from lantern.location import default_path, resolve
+from lantern.store.location import default_path, resolve
 from tests.helpers import lantern_process
 
 

@@ -51,7 +51,7 @@ def test_installed_lantern_comes_from_the_wheel(installed: Path, tmp_path: Path)
     located = _run(
         installed / "python",
         "-c",
-        "import lantern, lantern.migrations as m; print(lantern.__file__); "
+        "import lantern, lantern.store.migrations as m; print(lantern.__file__); "
         "print(m.script_location())",
         cwd=tmp_path,
     )

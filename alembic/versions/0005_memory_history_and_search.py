@@ -18,7 +18,7 @@ Records that exist before this revision get their references and search rows her
 history starts empty (what they looked like when created is not known, and inventing a
 `created` entry from today's values would misreport it).
 
-The backfill repeats two small rules of `lantern.memory_search` and `lantern.memory_refs` on
+The backfill repeats two small rules of `lantern.memory.fts` and `lantern.memory.refs` on
 purpose, so that this revision keeps working whatever later code does; a test checks that they
 agree.
 

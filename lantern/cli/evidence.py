@@ -11,10 +11,10 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import emit_json, json_option, note, read_stdin, when
-from lantern.evidence_records import IngestSummary
+from lantern.evidence.records import IngestSummary
 
 if TYPE_CHECKING:
-    from lantern.evidence_records import Chunk, ChunkDetail, SearchHit, Source
+    from lantern.evidence.records import Chunk, ChunkDetail, SearchHit, Source
 
 
 @click.command("ingest")
@@ -68,7 +68,7 @@ def ingest(
 
         pytest 2>&1 | lantern ingest - --uri tool://pytest/run-42 --kind tool_output
     """
-    # The default size lives in lantern.chunking, which is not imported for --help.
+    # The default size lives in lantern.evidence.chunking, which is not imported for --help.
     sizing: dict[str, Any] = {} if chunk_size is None else {"target_size": chunk_size}
     if "-" in paths:
         if len(paths) > 1:
@@ -298,8 +298,8 @@ class _ProgressBar:
 
 
 def _read_stdin() -> str:
-    # The limit lives in lantern.ingest, which is not imported for --help.
-    from lantern.ingest import MAX_FILE_BYTES
+    # The limit lives in lantern.evidence.files, which is not imported for --help.
+    from lantern.evidence.files import MAX_FILE_BYTES
 
     return read_stdin(MAX_FILE_BYTES, "evidence", encoding="utf-8-sig")
 

@@ -49,8 +49,8 @@ def mcp(ctx: click.Context, scopes: tuple[str, ...], read_only: bool, print_conf
 
         lantern mcp --scope 'project:lantern/*' --print-config
     """
-    from lantern.location import resolve
-    from lantern.scopes import ScopePolicy
+    from lantern.memory.scopes import ScopePolicy
+    from lantern.store.location import resolve
 
     db = ctx.find_root().obj["db"]
     policy = ScopePolicy.of(scopes)  # bad patterns and locations fail before anything starts

@@ -1,7 +1,7 @@
 """`lantern memory ...`: the lifecycle, retrieval and visibility of memory records.
 
 Each command parses its arguments, makes one call to `lt.memory` and renders the result; every
-rule (validation, state changes, ordering) lives in `lantern.memory`.
+rule (validation, state changes, ordering) lives in `lantern.memory.repository`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from lantern.cli.output import (
     when,
 )
 from lantern.errors import InvalidInput
-from lantern.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
+from lantern.memory.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
 from lantern.validation import MAX_CONTENT_CHARS, MEMORY_KINDS, SEARCH_ORDERS, STATUS_FILTERS
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from lantern.errors import InvalidInput, LanternError
-from lantern.records import MemoryRecord
+from lantern.memory.records import MemoryRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 _JSON_KEY = "lantern.json"

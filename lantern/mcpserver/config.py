@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lantern.location import ENV_VAR, resolve
+from lantern.store.location import ENV_VAR, resolve
 
 SERVER_NAME = "lantern"
 

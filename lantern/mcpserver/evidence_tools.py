@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from lantern.evidence_records import IngestSummary
+from lantern.evidence.records import IngestSummary
 from lantern.mcpserver.spec import (
     FLAG,
     TIME,
@@ -28,8 +28,8 @@ from lantern.mcpserver.spec import (
 if TYPE_CHECKING:
     from lantern.api import Lantern
 
-# The limits `lantern.evidence` checks, repeated because importing it (and SQLAlchemy) would
-# delay the server's first answer; a test keeps them equal.
+# The limits `lantern.evidence.inputs` checks, repeated because importing the evidence package
+# (and SQLAlchemy) would delay the server's first answer; a test keeps them equal.
 MAX_CONTEXT = 100
 MIN_TARGET_SIZE = 100
 MAX_TARGET_SIZE = 100_000

@@ -30,7 +30,7 @@ from lantern.mcpserver.spec import (
     limit,
     listed,
 )
-from lantern.records import MemoryRecord, Page, order_keys
+from lantern.memory.records import MemoryRecord, Page, order_keys
 from lantern.validation import SEARCH_ORDERS
 
 if TYPE_CHECKING:

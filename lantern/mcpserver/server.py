@@ -48,7 +48,7 @@ from lantern.mcpserver.evidence_tools import EVIDENCE_TOOLS
 from lantern.mcpserver.memory_tools import MEMORY_TOOLS
 from lantern.mcpserver.spec import ToolOutput, ToolSpec
 from lantern.mcpserver.wire import RepairingReader, clean_text
-from lantern.scopes import ScopePolicy
+from lantern.memory.scopes import ScopePolicy
 
 if TYPE_CHECKING:
     from lantern.api import Lantern

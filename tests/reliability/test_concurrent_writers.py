@@ -18,7 +18,7 @@ from collections import Counter
 from sqlalchemy import func, select
 
 from lantern.api import Lantern
-from lantern.models import chunks, memory_history, memory_records, sources
+from lantern.store.models import chunks, memory_history, memory_records, sources
 from tests.reliability.conftest import Figures
 from tests.reliability.tools import Tier, assert_healthy, python_process, sized
 

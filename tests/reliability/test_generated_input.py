@@ -32,7 +32,7 @@ from sqlalchemy.engine import Engine
 from lantern.api import Lantern
 from lantern.cli import cli
 from lantern.errors import InvalidInput
-from lantern.query import parse_query
+from lantern.retrieval.query import parse_query
 from tests.helpers import command_at, command_paths
 from tests.reliability.conftest import Figures
 from tests.reliability.tools import Tier, is_postgres, sized

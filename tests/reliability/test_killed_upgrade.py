@@ -29,9 +29,9 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from lantern import migrations
 from lantern.api import Lantern
-from lantern.location import resolve
+from lantern.store import migrations
+from lantern.store.location import resolve
 from tests.legacy_stores import FTS_PROBE_QUERIES, build_legacy_store, fts_answers, snapshot
 from tests.reliability.conftest import Figures
 from tests.reliability.tools import Tier, assert_healthy, forked, kill, killed_by_signal

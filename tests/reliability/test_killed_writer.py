@@ -31,9 +31,9 @@ from typing import Any
 from sqlalchemy import func, select
 
 from lantern.api import Lantern
-from lantern.chunking import chunk_source
-from lantern.ids import memory_id, source_id
-from lantern.models import chunks, memory_history, memory_records, sources
+from lantern.evidence.chunking import chunk_source
+from lantern.store.ids import memory_id, source_id
+from lantern.store.models import chunks, memory_history, memory_records, sources
 from tests.helpers import LANTERN_BIN
 from tests.reliability.conftest import Figures
 from tests.reliability.tools import (

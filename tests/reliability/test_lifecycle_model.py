@@ -20,8 +20,8 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from lantern.api import Lantern
 from lantern.errors import Conflict, InvalidInput, LanternError, NotFound
-from lantern.ids import memory_id
-from lantern.records import MemoryRecord
+from lantern.memory.records import MemoryRecord
+from lantern.store.ids import memory_id
 from lantern.validation import MEMORY_KINDS, normalized_content
 from tests.memory_helpers import Clock
 from tests.reliability.conftest import Figures

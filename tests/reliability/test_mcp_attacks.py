@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lantern.api import Lantern
-from lantern.scopes import ScopePolicy
+from lantern.memory.scopes import ScopePolicy
 from tests.helpers import LANTERN_BIN
 from tests.reliability.conftest import Figures
 from tests.reliability.mcp_client import mcp_server, text_of

@@ -18,7 +18,7 @@ import pytest
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
-from lantern.ingest import MAX_FILE_BYTES
+from lantern.evidence.files import MAX_FILE_BYTES
 from lantern.validation import MAX_CONTENT_CHARS
 from tests.helpers import LANTERN_BIN
 from tests.reliability.conftest import Figures

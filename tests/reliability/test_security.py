@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 from lantern.api import Lantern
-from lantern.evidence_records import SkippedPath
+from lantern.evidence.records import SkippedPath
 from tests.helpers import LANTERN_BIN, REPO_ROOT
 from tests.legacy_stores import build_legacy_store
 from tests.reliability.conftest import Figures

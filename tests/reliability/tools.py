@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lantern.api import Lantern
-from lantern.health import HealthReport
+from lantern.maintenance.health import HealthReport
 from tests.helpers import REPO_ROOT
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from lantern.api import Lantern
 from lantern.errors import LanternError
-from lantern.ids import memory_id
+from lantern.store.ids import memory_id
 from tests.helpers import LANTERN_BIN
 
 BATCH = 50

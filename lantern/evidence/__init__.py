@@ -1,0 +1,10 @@
+"""Evidence: sources split into chunks with provenance, keyword search, re-ingestion.
+
+`repository.EvidenceRepository` is the entry; `files` selects and reads files, `sourcekinds`
+tells what a text is, `chunking` and `chunkplan` split it and keep chunk ids stable,
+`writing` stores documents, `reading` loads rows, `search` ranks chunks per engine, `inputs`
+checks arguments, and `records` holds the frozen results.
+
+Imports: `lantern.store`, `lantern.retrieval`, `lantern.errors`, `lantern.validation`. Never the
+memory package, the facade or a surface.
+"""

@@ -1,0 +1,238 @@
+"""Plain immutable evidence records (sources, chunks, search hits, ingest summaries) and their
+JSON shapes, with the same contract as `lantern.memory.records` (README, "Evidence"): keys may be
+added at the end, never renamed or removed.
+
+Apart from the memory records so that a memory command does not build these classes at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from lantern.memory.records import JSONObject
+
+
+def freeze_metadata(value: object) -> Mapping[str, Any]:
+    """A read-only view of stored metadata; anything but a JSON object (legacy NULL, '') is {}."""
+    return MappingProxyType(dict(value) if isinstance(value, Mapping) else {})
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRef:
+    """An entity a chunk mentions (legacy generation-2 stores), shown with the chunk."""
+
+    id: str
+    name: str
+    kind: str
+
+    def to_json(self) -> JSONObject:
+        return {"id": self.id, "name": self.name, "kind": self.kind}
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingInfo:
+    """That a chunk has a stored vector, and of what; the float32 values stay in the store."""
+
+    model: str
+    dim: int
+
+    def to_json(self) -> JSONObject:
+        return {"model": self.model, "dim": self.dim}
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A verbatim slice of a source's text: `text == source_text[start_offset:end_offset]`."""
+
+    id: str
+    source_id: str
+    ordinal: int
+    text: str
+    start_offset: int | None
+    end_offset: int | None
+    metadata: Mapping[str, Any]
+    created_at: int
+    entities: tuple[EntityRef, ...] = ()
+    embeddings: tuple[EmbeddingInfo, ...] = ()
+
+    def to_json(self) -> JSONObject:
+        return {
+            "id": self.id,
+            "source_id": self.source_id,
+            "ordinal": self.ordinal,
+            "text": self.text,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "metadata": dict(self.metadata),
+            "created_at": self.created_at,
+            "entities": [entity.to_json() for entity in self.entities],
+            "embeddings": [embedding.to_json() for embedding in self.embeddings],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where evidence came from. `chunks` is filled by `get_source`, None in listings."""
+
+    id: str
+    uri: str
+    kind: str
+    title: str | None
+    content_hash: str
+    metadata: Mapping[str, Any]
+    created_at: int
+    updated_at: int
+    chunk_count: int
+    chunks: tuple[Chunk, ...] | None = None
+
+    def to_json(self) -> JSONObject:
+        rendered: JSONObject = {
+            "id": self.id,
+            "uri": self.uri,
+            "kind": self.kind,
+            "title": self.title,
+            "content_hash": self.content_hash,
+            "metadata": dict(self.metadata),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "chunk_count": self.chunk_count,
+        }
+        if self.chunks is not None:
+            rendered["chunks"] = [chunk.to_json() for chunk in self.chunks]
+        return rendered
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDetail:
+    """A chunk with its source and, when asked for, its neighbours (`lantern chunk show`)."""
+
+    chunk: Chunk
+    source: Source
+    before: tuple[Chunk, ...] = ()
+    after: tuple[Chunk, ...] = ()
+
+    def to_json(self) -> JSONObject:
+        return {
+            **self.chunk.to_json(),
+            "source": self.source.to_json(),
+            "before": [chunk.to_json() for chunk in self.before],
+            "after": [chunk.to_json() for chunk in self.after],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One search result; `score` is higher for better matches (see README for each engine)."""
+
+    chunk_id: str
+    source_id: str
+    uri: str
+    kind: str
+    ordinal: int
+    start_offset: int | None
+    end_offset: int | None
+    score: float
+    snippet: str
+
+    def to_json(self) -> JSONObject:
+        return {
+            "chunk_id": self.chunk_id,
+            "source_id": self.source_id,
+            "uri": self.uri,
+            "kind": self.kind,
+            "ordinal": self.ordinal,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "score": self.score,
+            "snippet": self.snippet,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedPath:
+    """A path an ingest left out on its own accord, and why (binary, .gitignore, symlink...)."""
+
+    path: str
+    reason: str
+
+    def to_json(self) -> JSONObject:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What ingesting one source did: `status` is added, updated or unchanged."""
+
+    status: str
+    source: Source
+    chunks_written: int
+    chunks_kept: int
+    bytes: int
+
+    def to_json(self) -> JSONObject:
+        return {
+            "status": self.status,
+            "chunks_written": self.chunks_written,
+            "chunks_kept": self.chunks_kept,
+            "bytes": self.bytes,
+            "source": self.source.to_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSummary:
+    """The totals of an ingest run (`lantern ingest --json`).
+
+    `sources` holds each source's `IngestResult` for Python callers; the JSON summary leaves it
+    out so that the output of a run over a million files stays small.
+    """
+
+    added: int
+    updated: int
+    unchanged: int
+    skipped: int
+    removed: int
+    chunks: int
+    bytes: int
+    seconds: float
+    skipped_paths: tuple[SkippedPath, ...] = ()
+    sources: tuple[IngestResult, ...] = ()
+
+    @classmethod
+    def from_results(
+        cls,
+        results: Sequence[IngestResult],
+        *,
+        seconds: float,
+        skipped_paths: Sequence[SkippedPath] = (),
+        removed: int = 0,
+    ) -> IngestSummary:
+        statuses = [result.status for result in results]
+        return cls(
+            added=statuses.count("added"),
+            updated=statuses.count("updated"),
+            unchanged=statuses.count("unchanged"),
+            skipped=len(skipped_paths),
+            removed=removed,
+            chunks=sum(result.chunks_written for result in results),
+            bytes=sum(result.bytes for result in results),
+            seconds=seconds,
+            skipped_paths=tuple(skipped_paths),
+            sources=tuple(results),
+        )
+
+    def to_json(self) -> JSONObject:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+            "removed": self.removed,
+            "chunks": self.chunks,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+            "skipped_paths": [skipped.to_json() for skipped in self.skipped_paths],
+        }

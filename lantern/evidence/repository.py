@@ -1,0 +1,297 @@
+"""The evidence repository: sources chunked in, found again by keyword, inspected and removed.
+
+Every rule about evidence lives here once, for the CLI, the Python API and the MCP server; the
+write path is `lantern.evidence.writing`, row reading `lantern.evidence.reading`, argument
+checks `lantern.evidence.inputs`.
+
+Transactions: `ingest_text`, `remove_source` and every read are one transaction each. An
+`ingest_path` run commits in batches (at most `BATCH_FILES` files or `BATCH_CHARS` characters
+each), so that a long run neither holds the write lock for minutes nor loses finished work when
+it is interrupted; each source is all-or-nothing, and running the same ingest again picks up
+where it stopped (what was stored is then unchanged and skipped). Every argument is checked, and
+every path and pattern resolved, before the first batch is written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+
+from lantern import validation
+from lantern.errors import InvalidInput, NotFound
+from lantern.evidence import inputs
+from lantern.evidence.chunking import DEFAULT_TARGET_SIZE
+from lantern.evidence.files import (
+    MAX_FILE_BYTES,
+    directory_uri_prefix,
+    path_of_uri,
+    read_file,
+    select_files,
+)
+from lantern.evidence.reading import find_source, load_chunks, source_select, starts_with, to_source
+from lantern.evidence.records import (
+    Chunk,
+    ChunkDetail,
+    IngestResult,
+    IngestSummary,
+    SearchHit,
+    SkippedPath,
+    Source,
+)
+from lantern.evidence.search import SearchFilters, search_chunks
+from lantern.evidence.writing import (
+    Document,
+    delete_sources,
+    detect_text_kind,
+    file_document,
+    serialize_writers,
+    write_documents,
+)
+from lantern.retrieval.query import ParsedQuery, parse_query
+from lantern.store.engine import Store, now
+from lantern.store.models import chunks, sources
+
+DEFAULT_SOURCE_LIMIT = 100
+DEFAULT_SEARCH_LIMIT = 20
+BATCH_FILES = 256
+BATCH_CHARS = 8_000_000
+
+Progress = Callable[[int, int], None]
+
+
+class EvidenceRepository:
+    """Ingests, searches, shows and removes the evidence in one store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # --- ingest ---------------------------------------------------------------------------
+
+    def ingest_text(
+        self,
+        uri: str,
+        text: str,
+        *,
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | str | None = None,
+        title: str | None = None,
+        target_size: int = DEFAULT_TARGET_SIZE,
+    ) -> IngestResult:
+        """Store `text` as the source `uri` (tool output, a piped log, a pasted transcript).
+
+        The kind is detected from the URI's file name, then from the content, when not given.
+        Re-ingesting the same URI follows the rules of `ingest_path`: unchanged text (and
+        kind) is left as is; changed text replaces the chunks, keeping the ids of those whose
+        text did not change where the format allows (see `lantern.evidence.chunkplan`).
+        """
+        checked_uri = inputs.uri(uri)
+        body = inputs.text(text)
+        size = len(body.encode("utf-8"))
+        if size > MAX_FILE_BYTES:
+            raise InvalidInput(
+                f"text is too large: {size} bytes, the limit is {MAX_FILE_BYTES} (split it)"
+            )
+        document = Document(
+            uri=checked_uri,
+            text=body,
+            kind=inputs.kind(kind) if kind is not None else detect_text_kind(checked_uri, body),
+            size=size,
+            metadata={"size": size, **inputs.metadata(metadata)},
+            title=inputs.title(title),
+            hint=checked_uri,
+        )
+        target = inputs.target_size(target_size)
+        at = now()
+        with self._store.write() as conn:
+            return write_documents(conn, [document], target, at)[0]
+
+    def ingest_path(
+        self,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        kind: str | None = None,
+        metadata: Mapping[str, Any] | str | None = None,
+        target_size: int = DEFAULT_TARGET_SIZE,
+        prune: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestSummary:
+        """Ingest files and directories (see `lantern.evidence.files` for what is read and skipped).
+
+        `kind` forces one kind on every file (else it is detected per file); `metadata` is
+        added to every source's. With `prune`, sources under the given directories whose files
+        no longer exist are removed afterwards.
+        """
+        started = time.perf_counter()
+        forced_kind = None if kind is None else inputs.kind(kind)
+        extra = inputs.metadata(metadata)
+        target = inputs.target_size(target_size)
+        roots = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+        if not roots:
+            raise InvalidInput("give at least one file or directory to ingest")
+        selection = select_files(roots, include=include, exclude=exclude)
+        at = now()
+        skipped: list[SkippedPath] = list(selection.skipped)
+        results: list[IngestResult] = []
+        batch: list[Document] = []
+        batch_chars = 0
+        for done, found in enumerate(selection.files, 1):
+            read = read_file(found)
+            if isinstance(read, SkippedPath):
+                skipped.append(read)
+            else:
+                batch.append(file_document(read, forced_kind, extra))
+                batch_chars += len(read.text)
+                if len(batch) >= BATCH_FILES or batch_chars >= BATCH_CHARS:
+                    results += self._write_batch(batch, target, at)
+                    batch, batch_chars = [], 0
+            if progress is not None:
+                progress(done, len(selection.files))
+        if batch:
+            results += self._write_batch(batch, target, at)
+        removed = self._prune(selection.directories) if prune else 0
+        return IngestSummary.from_results(
+            results,
+            seconds=time.perf_counter() - started,
+            skipped_paths=skipped,
+            removed=removed,
+        )
+
+    def _write_batch(self, batch: list[Document], target: int, at: int) -> list[IngestResult]:
+        with self._store.write() as conn:
+            return write_documents(conn, batch, target, at)
+
+    def _prune(self, directories: Sequence[str]) -> int:
+        """Remove the sources under `directories` whose files are gone from the disk."""
+        if not directories:
+            return 0
+        prefixes = [directory_uri_prefix(directory) for directory in directories]
+        under = or_(*(starts_with(sources.c.uri, prefix) for prefix in prefixes))
+        with self._store.read() as conn:
+            rows = conn.execute(select(sources.c.id, sources.c.uri).where(under)).all()
+        gone = [
+            row.id
+            for row in rows
+            if (path := path_of_uri(row.uri)) is not None and not os.path.lexists(path)
+        ]
+        if not gone:
+            return 0
+        with self._store.write() as conn:
+            serialize_writers(conn)
+            return delete_sources(conn, gone)
+
+    # --- search ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        kind: str | Iterable[str] | None = None,
+        source: str | Iterable[str] | None = None,
+        since: int | str | None = None,
+        until: int | str | None = None,
+        limit: int = DEFAULT_SEARCH_LIMIT,
+        raw: bool = False,
+    ) -> list[SearchHit]:
+        """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`).
+
+        `kind` and `source` (a source id or a URI prefix) take one value or several (any of
+        them matches); `since`/`until` bound the time a chunk was ingested (`since` <=
+        created_at < `until`). A query with nothing searchable returns no hits. With `raw`,
+        the query goes to the engine as it is (FTS5 or `to_tsquery` syntax), and a malformed
+        one raises `InvalidInput`.
+        """
+        filters = SearchFilters(
+            kinds=tuple(inputs.filter_values("kind", kind)),
+            sources=tuple(inputs.filter_values("source", source)),
+            since=None if since is None else validation.timestamp("since", since),
+            until=None if until is None else validation.timestamp("until", until),
+        )
+        checked_limit = validation.limit(limit)
+        if not isinstance(query, str):
+            raise InvalidInput(f"query must be text; got {type(query).__name__}")
+        prepared: ParsedQuery | str
+        if raw:
+            if not query.strip():
+                return []
+            prepared = validation.text("query", query, max_chars=inputs.MAX_RAW_QUERY_CHARS)
+        else:
+            parsed = parse_query(query)
+            if parsed is None:
+                return []
+            prepared = parsed
+        return search_chunks(self._store, prepared, filters, checked_limit)
+
+    # --- inspect and remove ---------------------------------------------------------------
+
+    def get_source(self, ref: str, *, with_chunks: bool = True) -> Source:
+        """A source by id or URI, with its chunks in order (unless `with_chunks` is False)."""
+        with self._store.read() as conn:
+            row = find_source(conn, ref)
+            found = None
+            if with_chunks:
+                found = tuple(load_chunks(conn, chunks.c.source_id == row.id))
+            return to_source(row, found)
+
+    def list_sources(
+        self,
+        *,
+        kind: str | Iterable[str] | None = None,
+        uri_prefix: str | None = None,
+        limit: int = DEFAULT_SOURCE_LIMIT,
+        offset: int = 0,
+    ) -> list[Source]:
+        """Sources in URI order, with their chunk counts."""
+        kinds = inputs.filter_values("kind", kind)
+        stmt = source_select().order_by(sources.c.uri, sources.c.id)
+        stmt = stmt.limit(validation.limit(limit)).offset(validation.offset(offset))
+        if kinds:
+            stmt = stmt.where(sources.c.kind.in_(kinds))
+        if uri_prefix is not None:
+            prefix = inputs.filter_values("uri prefix", uri_prefix)[0]
+            stmt = stmt.where(starts_with(sources.c.uri, prefix))
+        with self._store.read() as conn:
+            return [to_source(row) for row in conn.execute(stmt)]
+
+    def get_chunk(self, chunk_ref: str, *, context: int = 0) -> ChunkDetail:
+        """A chunk, its source, and up to `context` chunks on each side of it."""
+        count = inputs.context(context)
+        if not isinstance(chunk_ref, str) or not chunk_ref.strip():
+            raise NotFound("a chunk id is required")
+        with self._store.read() as conn:
+            found = load_chunks(conn, chunks.c.id == chunk_ref)
+            if not found:
+                raise NotFound(f"no chunk with id {chunk_ref!r}")
+            chunk = found[0]
+            row = conn.execute(source_select().where(sources.c.id == chunk.source_id)).one()
+            before: list[Chunk] = []
+            after: list[Chunk] = []
+            if count:
+                same_source = chunks.c.source_id == chunk.source_id
+                before = load_chunks(
+                    conn,
+                    and_(same_source, chunks.c.ordinal < chunk.ordinal),
+                    descending=True,
+                    limit=count,
+                )
+                before.reverse()
+                after = load_chunks(
+                    conn, and_(same_source, chunks.c.ordinal > chunk.ordinal), limit=count
+                )
+            return ChunkDetail(chunk, to_source(row), tuple(before), tuple(after))
+
+    def remove_source(self, ref: str) -> Source:
+        """Delete a source, its chunks and their entity links and embeddings, in one go.
+
+        Memory records that cite them keep their references. Returns the source as it was.
+        """
+        with self._store.write() as conn:
+            serialize_writers(conn)
+            row = find_source(conn, ref)
+            delete_sources(conn, [row.id])
+            return to_source(row)

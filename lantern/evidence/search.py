@@ -1,0 +1,263 @@
+"""Keyword search over chunks: one SQL statement per engine, with the same result shape.
+
+SQLite answers from the legacy FTS5 index `chunks_fts` (external content on the `chunks` rowid,
+kept current by the `chunks_ai`/`chunks_ad`/`chunks_au` triggers); PostgreSQL from the generated
+`chunks.text_tsv` column and its GIN index (revision 0004). Neither index is in the models: they
+belong here.
+
+Ranking (the README's "Ranking" explains it to users):
+
+* SQLite: BM25 (`bm25(chunks_fts)`, k1 = 1.2, b = 0.75), negated so that higher is better. It
+  weighs rare words above common ones (corpus statistics) and favours shorter chunks.
+* PostgreSQL: `ts_rank_cd` (cover density: how often and how close together the terms occur),
+  divided by 1 + log(chunk length) (normalization 1). It has no corpus statistics, so a rare
+  word counts as much as a common one, and its values are small (about 0 to 1).
+
+Scores compare only within one result list. Ties are broken by chunk id, so results are
+deterministic. Snippets mark matches with « and »: FTS5 `snippet()` cuts around the best
+window and adds … where it cut; `ts_headline` picks one fragment and adds no marks for cuts.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Float,
+    Select,
+    Text,
+    bindparam,
+    cast,
+    column,
+    func,
+    literal_column,
+    or_,
+    select,
+    table,
+)
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.sql.elements import ColumnClause
+
+from lantern.errors import InvalidInput, LanternError
+from lantern.evidence.records import SearchHit
+from lantern.retrieval.query import ParsedQuery
+from lantern.store.engine import Store
+from lantern.store.models import chunks, sources
+from lantern.store.prepared import Prepared
+
+MARK_START = "«"
+MARK_END = "»"
+ELLIPSIS = "…"
+SNIPPET_TOKENS = 24
+"""Words in a snippet (FTS5 allows at most 64)."""
+
+_HEADLINE_OPTIONS = (
+    f"StartSel={MARK_START}, StopSel={MARK_END}, MaxWords={SNIPPET_TOKENS}, "
+    f"MinWords={SNIPPET_TOKENS // 2}, ShortWord=0, MaxFragments=1"
+)
+_FTS = table("chunks_fts", column("rowid"))
+_FTS_TABLE: ColumnClause[Any] = literal_column("chunks_fts")
+_CHUNK_ROWID: ColumnClause[Any] = literal_column("chunks.rowid")
+_TSVECTOR: ColumnClause[Any] = literal_column("chunks.text_tsv")
+_SIMPLE: ColumnClause[Any] = literal_column("'simple'::regconfig")
+
+_SYNTAX_ERROR = "42601"
+"""PostgreSQL's SQLSTATE for a syntax error, which a malformed `to_tsquery` argument raises."""
+
+# What the engines say about a malformed raw query (the first line of the driver's message).
+_QUERY_ERRORS = (
+    "fts5:",
+    "syntax error",
+    "no such column",
+    "unknown special query",
+    "unterminated string",
+    "malformed match",
+    "tsquery",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Which chunks a search may return; empty means no restriction."""
+
+    kinds: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    """Source ids or URI prefixes: a chunk qualifies when its source matches any of them."""
+    since: int | None = None
+    """Chunks ingested at or after this time (unix seconds)."""
+    until: int | None = None
+    """Chunks ingested before this time (unix seconds)."""
+
+    def values(self) -> dict[str, Any]:
+        """The bound values of `clauses`, named; their names are the shape of the SQL."""
+        found: dict[str, Any] = {}
+        for i, kind in enumerate(self.kinds):
+            found[f"kind_{i}"] = kind
+        for i, value in enumerate(self.sources):
+            found[f"source_{i}"] = value
+            found[f"source_len_{i}"] = len(value)
+        if self.since is not None:
+            found["since"] = self.since
+        if self.until is not None:
+            found["until"] = self.until
+        return found
+
+    def clauses(self) -> list[ColumnElement[bool]]:
+        values = self.values()
+        found: list[ColumnElement[bool]] = []
+        if self.kinds:
+            kinds = [_bound(values, f"kind_{i}") for i in range(len(self.kinds))]
+            found.append(sources.c.kind.in_(kinds))
+        if self.sources:
+            found.append(
+                or_(
+                    *(
+                        or_(
+                            sources.c.id == _bound(values, f"source_{i}"),
+                            func.substr(sources.c.uri, 1, _bound(values, f"source_len_{i}"))
+                            == _bound(values, f"source_{i}"),
+                        )
+                        for i in range(len(self.sources))
+                    )
+                )
+            )
+        if self.since is not None:
+            found.append(chunks.c.created_at >= _bound(values, "since"))
+        if self.until is not None:
+            found.append(chunks.c.created_at < _bound(values, "until"))
+        return found
+
+
+def _bound(values: dict[str, Any], name: str) -> BindParameter[Any]:
+    return bindparam(name, values[name])
+
+
+# Compiled search statements by engine and filter shape (see `lantern.store.prepared`).
+_STATEMENTS: dict[tuple[object, ...], Prepared] = {}
+_MAX_SHAPES = 256
+
+
+def search_chunks(
+    store: Store, query: ParsedQuery | str, filters: SearchFilters, limit: int
+) -> list[SearchHit]:
+    """The best `limit` chunks for `query`: parsed user input, or a raw engine query (str).
+
+    A raw query the engine cannot parse raises `InvalidInput`; a parsed query never fails.
+    """
+    dialect = store.dialect
+    if dialect == "postgresql":
+        engine = "PostgreSQL to_tsquery"
+        text = query if isinstance(query, str) else query.to_tsquery()
+        build = _postgres_statement
+    else:
+        engine = "SQLite FTS5"
+        text = query if isinstance(query, str) else query.to_fts5()
+        build = _sqlite_statement
+    values = {**filters.values(), "match": text, "limit": limit}
+    shape = (dialect, *values)
+    statement = _STATEMENTS.get(shape)
+    if statement is None:
+        if len(_STATEMENTS) >= _MAX_SHAPES:
+            _STATEMENTS.clear()
+        statement = _STATEMENTS[shape] = Prepared(build(filters))
+    try:
+        rows = store.fetch(statement, values)
+    except InvalidInput:
+        raise
+    except LanternError as exc:
+        cause = exc.__cause__
+        if isinstance(query, str) and cause is not None and _is_query_error(cause):
+            raise InvalidInput(
+                f"the raw query is not valid {engine} syntax ({_first_line(cause)}); "
+                "leave out --raw to search for the words as typed"
+            ) from exc
+        raise
+    return [_hit(row) for row in rows]
+
+
+def _columns() -> list[Any]:
+    return [
+        chunks.c.id,
+        chunks.c.source_id,
+        sources.c.uri,
+        sources.c.kind,
+        chunks.c.ordinal,
+        chunks.c.start_offset,
+        chunks.c.end_offset,
+    ]
+
+
+def _sqlite_statement(filters: SearchFilters) -> Select[Any]:
+    """FTS5 finds and ranks; the joins only fetch provenance and apply the filters."""
+    bm25 = func.bm25(_FTS_TABLE)
+    snippet = func.snippet(_FTS_TABLE, 0, MARK_START, MARK_END, ELLIPSIS, SNIPPET_TOKENS)
+    return (
+        select(*_columns(), (-bm25).label("score"), snippet.label("snippet"))
+        .select_from(
+            _FTS.join(chunks, _FTS.c.rowid == _CHUNK_ROWID).join(
+                sources, sources.c.id == chunks.c.source_id
+            )
+        )
+        .where(_FTS_TABLE.match(bindparam("match", type_=Text)), *filters.clauses())
+        .order_by(bm25, chunks.c.id)
+        .limit(bindparam("limit"))
+    )
+
+
+def _postgres_statement(filters: SearchFilters) -> Select[Any]:
+    """The GIN index finds, ts_rank_cd ranks; ts_headline runs on the returned rows only."""
+    query = func.to_tsquery(_SIMPLE, bindparam("match", type_=Text))
+    score = cast(func.ts_rank_cd(_TSVECTOR, query, 1), Float)
+    best = (
+        select(*_columns(), chunks.c.text, score.label("score"))
+        .select_from(chunks.join(sources, sources.c.id == chunks.c.source_id))
+        .where(_TSVECTOR.op("@@")(query), *filters.clauses())
+        .order_by(score.desc(), chunks.c.id)
+        .limit(bindparam("limit"))
+        .subquery("best")
+    )
+    snippet = func.ts_headline(_SIMPLE, best.c.text, query, _HEADLINE_OPTIONS)
+    return select(
+        *(best.c[name] for name in ("id", "source_id", "uri", "kind", "ordinal")),
+        best.c.start_offset,
+        best.c.end_offset,
+        best.c.score,
+        snippet.label("snippet"),
+    ).order_by(best.c.score.desc(), best.c.id)
+
+
+def _hit(row: Any) -> SearchHit:
+    return SearchHit(
+        chunk_id=row[0],
+        source_id=row[1],
+        uri=row[2],
+        kind=row[3],
+        ordinal=row[4],
+        start_offset=row[5],
+        end_offset=row[6],
+        score=float(row[7]),
+        snippet=row[8] or "",
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    detail = str(orig if orig is not None else exc).strip()
+    return detail.splitlines()[0] if detail else type(exc).__name__
+
+
+def _is_query_error(exc: BaseException) -> bool:
+    """Whether the driver error `exc` (wrapped by SQLAlchemy or not) is about the query."""
+    orig = exc.orig if isinstance(exc, DBAPIError) else exc
+    if isinstance(orig, sqlite3.Error) and not isinstance(orig, sqlite3.OperationalError):
+        return False
+    if getattr(orig, "sqlstate", None) == _SYNTAX_ERROR:
+        # PostgreSQL words some tsquery errors without "syntax" ('there is no escaped
+        # character'); their SQLSTATE says what they are.
+        return True
+    lowered = _first_line(exc).lower()
+    return any(marker in lowered for marker in _QUERY_ERRORS)

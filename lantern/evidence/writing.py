@@ -1,0 +1,324 @@
+"""Writing evidence: a batch of documents planned into source and chunk rows and stored.
+
+Statements are SQLAlchemy Core against the legacy tables, written in batches (`executemany`),
+because ingest is the hot path that benchmarks compare with raw `sqlite3`. A changed source
+keeps the rows of its unchanged chunks (see `lantern.evidence.chunkplan`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, delete, insert, select, text, update
+
+from lantern.evidence.chunking import ChunkSpan, chunk_source
+from lantern.evidence.chunkplan import assign_ordinals
+from lantern.evidence.files import FileText
+from lantern.evidence.reading import SOURCE_BY_URI, StoredSource, batches, to_source
+from lantern.evidence.records import IngestResult, Source, freeze_metadata
+from lantern.evidence.sourcekinds import detect_kind, language_for, parse_transcript
+from lantern.store.ids import chunk_id, source_id
+from lantern.store.models import chunk_entities, chunks, embeddings, sources
+from lantern.store.prepared import Prepared
+from lantern.validation import canonical_json
+
+_WRITER_LOCK = 7460771115  # PostgreSQL advisory lock: evidence writers take turns, as on SQLite
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A text to store as a source, with what is known about it before it is chunked."""
+
+    uri: str
+    text: str
+    kind: str
+    size: int
+    metadata: dict[str, Any]
+    """File facts (path, size, mtime) and the caller's metadata, which wins."""
+    title: str | None = None
+    name: str | None = None
+    """The file name, the title of a source that has no heading to take it from."""
+    hint: str | None = None
+    """A path or URI whose extension tells the language of code."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    id: str
+    ordinal: int
+    text: str
+    start_offset: int | None
+    end_offset: int | None
+    metadata: Any
+
+
+@dataclass(slots=True)
+class Writes:
+    """The rows one batch writes, executed together so each table gets one `executemany`."""
+
+    chunk_deletes: list[str] = field(default_factory=list)
+    source_inserts: list[dict[str, Any]] = field(default_factory=list)
+    source_updates: list[dict[str, Any]] = field(default_factory=list)
+    chunk_updates: list[dict[str, Any]] = field(default_factory=list)
+    chunk_inserts: list[dict[str, Any]] = field(default_factory=list)
+
+    def execute(self, conn: Connection) -> None:
+        # Deletes first: a new chunk may take the ordinal of a removed one.
+        if self.chunk_deletes:
+            doomed = [{"b_id": chunk} for chunk in self.chunk_deletes]
+            for links in (chunk_entities, embeddings):
+                conn.execute(delete(links).where(links.c.chunk_id == bindparam("b_id")), doomed)
+            conn.execute(delete(chunks).where(chunks.c.id == bindparam("b_id")), doomed)
+        _INSERT_SOURCES.execute_many(conn, self.source_inserts)
+        if self.source_updates:
+            conn.execute(
+                update(sources)
+                .where(sources.c.id == bindparam("b_id"))
+                .values(
+                    kind=bindparam("b_kind"),
+                    title=bindparam("b_title"),
+                    content_hash=bindparam("b_content_hash"),
+                    metadata=bindparam("b_metadata", type_=sources.c.metadata.type),
+                    updated_at=bindparam("b_updated_at"),
+                ),
+                self.source_updates,
+            )
+        if self.chunk_updates:
+            conn.execute(
+                update(chunks)
+                .where(chunks.c.id == bindparam("b_id"))
+                .values(
+                    start_offset=bindparam("b_start"),
+                    end_offset=bindparam("b_end"),
+                    metadata=bindparam("b_metadata", type_=chunks.c.metadata.type),
+                ),
+                self.chunk_updates,
+            )
+        _INSERT_CHUNKS.execute_many(conn, self.chunk_inserts)
+
+
+# Every column given: the rows of a batch go to the driver's executemany
+# (see lantern.store.prepared).
+_INSERT_SOURCES = Prepared(insert(sources))
+_INSERT_CHUNKS = Prepared(insert(chunks))
+
+
+def write_documents(
+    conn: Connection, documents: list[Document], target: int, at: int
+) -> list[IngestResult]:
+    """Store a batch of documents in the caller's write transaction."""
+    serialize_writers(conn)
+    stored = {
+        uri: StoredSource(*found[0])
+        for uri in dict.fromkeys(document.uri for document in documents)
+        if (found := SOURCE_BY_URI.rows(conn, {"uri": uri}))
+    }
+    hashes = [_content_hash(document.text) for document in documents]
+    changed_ids = [
+        row.id
+        for document, content_hash in zip(documents, hashes, strict=True)
+        if (row := stored.get(document.uri)) is not None
+        and not _unchanged(row, document, content_hash)
+    ]
+    old_chunks = _stored_chunks(conn, changed_ids)
+    writes = Writes()
+    results: list[IngestResult] = []
+    for document, content_hash in zip(documents, hashes, strict=True):
+        row = stored.get(document.uri)
+        if row is not None and _unchanged(row, document, content_hash):
+            results.append(
+                IngestResult("unchanged", to_source(row), 0, row.chunk_count, document.size)
+            )
+            continue
+        previous = [] if row is None else old_chunks.get(row.id, [])
+        results.append(_plan(document, content_hash, row, previous, target, at, writes))
+    writes.execute(conn)
+    return results
+
+
+def _unchanged(row: StoredSource, document: Document, content_hash: str) -> bool:
+    return bool(row.content_hash == content_hash and row.kind == document.kind)
+
+
+def _plan(
+    document: Document,
+    content_hash: str,
+    row: StoredSource | None,
+    previous: list[StoredChunk],
+    target: int,
+    at: int,
+    writes: Writes,
+) -> IngestResult:
+    """Add the rows that store `document` to `writes`, keeping unchanged chunks' rows."""
+    spans = chunk_source(document.text, document.kind, target_size=target, path=document.hint)
+    source = source_id(document.uri) if row is None else str(row.id)
+    ordinals = assign_ordinals(
+        [(chunk.ordinal, chunk.text) for chunk in previous], [span.text for span in spans]
+    )
+    stored_by_id = {chunk.id: chunk for chunk in previous}
+    kept: set[str] = set()
+    inserted = 0
+    for span, ordinal in zip(spans, ordinals, strict=True):
+        new_id = chunk_id(source, ordinal, span.text)
+        metadata = canonical_json(span.metadata)
+        old = stored_by_id.get(new_id)
+        if old is not None and old.ordinal == ordinal and old.text == span.text:
+            kept.add(new_id)
+            if (old.start_offset, old.end_offset, old.metadata) != (span.start, span.end, metadata):
+                writes.chunk_updates.append(
+                    {
+                        "b_id": new_id,
+                        "b_start": span.start,
+                        "b_end": span.end,
+                        "b_metadata": metadata,
+                    }
+                )
+            continue
+        inserted += 1
+        writes.chunk_inserts.append(
+            {
+                "id": new_id,
+                "source_id": source,
+                "ordinal": ordinal,
+                "text": span.text,
+                "start_offset": span.start,
+                "end_offset": span.end,
+                "metadata": metadata,
+                "created_at": at,
+            }
+        )
+    writes.chunk_deletes.extend(chunk.id for chunk in previous if chunk.id not in kept)
+    metadata = canonical_json({**_kind_facts(document), **document.metadata})
+    title = document.title if document.title is not None else _derived_title(document, spans)
+    values = {
+        "kind": document.kind,
+        "title": title,
+        "content_hash": content_hash,
+        "metadata": metadata,
+        "updated_at": at,
+    }
+    if row is None:
+        writes.source_inserts.append(
+            {"id": source, "uri": document.uri, "created_at": at, **values}
+        )
+    else:
+        writes.source_updates.append({"b_id": source, **{f"b_{k}": v for k, v in values.items()}})
+    record = Source(
+        id=source,
+        uri=document.uri,
+        kind=document.kind,
+        title=title,
+        content_hash=content_hash,
+        metadata=freeze_metadata(metadata),
+        created_at=at if row is None else row.created_at,
+        updated_at=at,
+        chunk_count=len(spans),
+    )
+    status = "added" if row is None else "updated"
+    return IngestResult(status, record, inserted, len(kept), document.size)
+
+
+def _stored_chunks(conn: Connection, source_ids: list[str]) -> dict[str, list[StoredChunk]]:
+    found: dict[str, list[StoredChunk]] = {}
+    for batch in batches(source_ids):
+        rows = conn.execute(
+            select(
+                chunks.c.source_id,
+                chunks.c.id,
+                chunks.c.ordinal,
+                chunks.c.text,
+                chunks.c.start_offset,
+                chunks.c.end_offset,
+                chunks.c.metadata,
+            ).where(chunks.c.source_id.in_(batch))
+        )
+        for row in rows:
+            found.setdefault(row.source_id, []).append(
+                StoredChunk(
+                    row.id, row.ordinal, row.text, row.start_offset, row.end_offset, row.metadata
+                )
+            )
+    return found
+
+
+def delete_sources(conn: Connection, ids: list[str]) -> int:
+    """Delete sources with their chunks, entity links and embeddings; the count deleted.
+
+    The foreign keys cascade too, but saying it here keeps the rule visible and independent of
+    whether a connection has foreign keys switched on.
+    """
+    removed = 0
+    for batch in batches(ids):
+        of_sources = select(chunks.c.id).where(chunks.c.source_id.in_(batch))
+        for links in (chunk_entities, embeddings):
+            conn.execute(delete(links).where(links.c.chunk_id.in_(of_sources)))
+        conn.execute(delete(chunks).where(chunks.c.source_id.in_(batch)))
+        removed += conn.execute(delete(sources).where(sources.c.id.in_(batch))).rowcount
+    return removed
+
+
+def serialize_writers(conn: Connection) -> None:
+    """Make evidence writers take turns on PostgreSQL, as `BEGIN IMMEDIATE` does on SQLite.
+
+    Two ingests of the same new file would otherwise both insert it and one would fail.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _WRITER_LOCK})
+
+
+def file_document(read: FileText, kind: str | None, extra: dict[str, Any]) -> Document:
+    return Document(
+        uri=read.uri,
+        text=read.text,
+        kind=kind or detect_kind(read.path, read.text),
+        size=read.size,
+        metadata={"path": read.path, "size": read.size, "mtime": read.mtime, **extra},
+        name=os.path.basename(read.path),
+        hint=read.path,
+    )
+
+
+def detect_text_kind(uri: str, body: str) -> str:
+    """By the URI's file name first; a nameless text can still be recognised as a transcript."""
+    detected = detect_kind(uri, body)
+    return detect_kind(None, body) if detected == "document" else detected
+
+
+def _content_hash(body: str) -> str:
+    """sha256 of the UTF-8 text, hex: the legacy format's `content_hash`."""
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _kind_facts(document: Document) -> dict[str, Any]:
+    """Source metadata a kind adds: the language of code, the turns of a transcript..."""
+    if document.kind == "source_file":
+        language = language_for(document.hint)
+        return {} if language is None else {"language": language}
+    if document.kind == "transcript":
+        turns = parse_transcript(document.text)
+        if not turns:
+            return {}
+        stamps = [turn.ts for turn in turns if turn.ts is not None]
+        return {
+            "roles": sorted({turn.role for turn in turns}),
+            "turns": len(turns),
+            "first_ts": stamps[0] if stamps else None,
+            "last_ts": stamps[-1] if stamps else None,
+        }
+    if document.kind == "log":
+        body = document.text
+        return {"lines": body.count("\n") + (1 if body and not body.endswith("\n") else 0)}
+    return {}
+
+
+def _derived_title(document: Document, spans: list[ChunkSpan]) -> str | None:
+    """A markdown source's first heading, else the file name (None for a nameless text)."""
+    if document.kind == "markdown":
+        for span in spans:
+            heading_path = span.metadata.get("heading_path")
+            if isinstance(heading_path, list) and heading_path:
+                return str(heading_path[0])
+    return document.name

@@ -1,0 +1,425 @@
+"""Checking a store's health (`lantern db check`), without ever changing it.
+
+`check` reads and never repairs: each check reports what it found, and the store is healthy
+when none failed. What is checked, and why each one matters:
+
+* `integrity`: SQLite's `PRAGMA integrity_check` (every page, b-tree and index entry); on
+  PostgreSQL, that no index of the store is left invalid, and `amcheck`'s b-tree checks when
+  that extension is installed in the database.
+* `foreign_keys`: `PRAGMA foreign_key_check` on SQLite, an anti-join per foreign key on
+  PostgreSQL: no chunk without its source, no reference row without its record.
+* `schema`: a revision this Lantern knows, with every table, full-text index and trigger that
+  revision creates (a hand-edited store, or an old tool's, may lack one).
+* `migration_leftovers`: no `_alembic_tmp_*` table, which an interrupted batch migration of
+  another tool could leave behind.
+* `chunk_index`, `memory_index`: the full-text indexes agree with their tables, row for row.
+  On SQLite this is FTS5's own `integrity-check` (for `chunks_fts`, against its external content
+  table; for `memory_fts`, its internal consistency) plus a comparison of `memory_fts` with
+  `memory_records`: a row for every record, keyed as the repository keys it, holding the
+  record's content, and nothing extra. On PostgreSQL the generated `tsvector` columns are
+  recomputed and compared.
+* `memory_refs`: the reference rows agree with the records' `source_refs`.
+* `references`: `source` and `chunk` references that no longer name anything (evidence removed
+  or re-ingested since); `lantern memory check-refs` lists the same.
+
+FTS5's `integrity-check` is written as an `INSERT`, so it runs in a write transaction that is
+always rolled back (`Store.probe`): it waits for other writers like one, and never changes the
+file. On a store that cannot be written at all, those two checks are reported as skipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import Connection, select, text
+from sqlalchemy.exc import DBAPIError
+
+from lantern.errors import NotAStore, StoreIOError
+from lantern.memory import fts as memory_fts
+from lantern.memory import refs as memory_refs
+from lantern.memory.records import JSONObject
+from lantern.store import migrations
+from lantern.store.engine import Store, translate
+from lantern.store.models import Base, memory_records
+from lantern.store.models import memory_refs as refs_table
+
+CHECKS = (
+    "integrity",
+    "foreign_keys",
+    "schema",
+    "migration_leftovers",
+    "chunk_index",
+    "memory_index",
+    "memory_refs",
+    "references",
+)
+MAX_LISTED = 20
+"""Problems listed per check; more are summed up in one last line."""
+
+_LEFTOVER_PREFIX = "_alembic_tmp_"
+_CHUNK_TRIGGERS = ("chunks_ai", "chunks_ad", "chunks_au")
+_SQLITE_HISTORY_TRIGGERS = ("memory_history_no_update", "memory_history_no_delete")
+_POSTGRES_HISTORY_TRIGGERS = ("memory_history_append_only", "memory_history_no_truncate")
+_ROWID_FUNCTION = "lantern_fts_rowid"
+_BATCH = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One check: `ok`, `failed` (with its problems) or `skipped` (with the reason)."""
+
+    name: str
+    status: str
+    problems: tuple[str, ...] = ()
+
+    def to_json(self) -> JSONObject:
+        return {"name": self.name, "status": self.status, "problems": list(self.problems)}
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReport:
+    """What `lantern db check` found; `to_json` is its documented JSON shape."""
+
+    url: str
+    path: Path | None
+    revision: str | None
+    checks: tuple[CheckResult, ...]
+
+    @property
+    def healthy(self) -> bool:
+        return all(check.status != "failed" for check in self.checks)
+
+    @property
+    def problems(self) -> list[str]:
+        """What the failed checks found, each line prefixed with its check's name."""
+        return [
+            f"{check.name}: {problem}"
+            for check in self.checks
+            if check.status == "failed"
+            for problem in check.problems
+        ]
+
+    def to_json(self) -> JSONObject:
+        return {
+            "url": self.url,
+            "path": None if self.path is None else str(self.path),
+            "revision": self.revision,
+            "healthy": self.healthy,
+            "checks": [check.to_json() for check in self.checks],
+        }
+
+
+@dataclass(slots=True)
+class _Findings:
+    """Problems found by one check, capped at MAX_LISTED."""
+
+    items: list[str] = field(default_factory=list)
+    more: int = 0
+
+    def add(self, problem: str) -> None:
+        if len(self.items) < MAX_LISTED:
+            self.items.append(" ".join(problem.split()))
+        else:
+            self.more += 1
+
+    def result(self, name: str) -> CheckResult:
+        listed = list(self.items)
+        if self.more:
+            listed.append(f"... and {self.more} more")
+        return CheckResult(name, "failed" if listed else "ok", tuple(listed))
+
+
+def check(store: Store, *, url: str) -> HealthReport:
+    """Run every check, reading only; see the module docstring for what each one proves."""
+    sqlite = store.dialect == "sqlite"
+    results: dict[str, CheckResult] = {}
+    with store.read() as conn:
+        state = migrations.read_state(conn, store.location)
+        revision = state.effective_revision
+        tables = _tables(conn)
+        results["integrity"] = _integrity(conn, sqlite)
+        results["foreign_keys"] = _foreign_keys(conn, sqlite)
+        results["schema"] = _schema(conn, sqlite, revision, tables)
+        results["migration_leftovers"] = _leftovers(tables)
+        memory_ready = {"memory_records", "memory_refs"} <= tables
+        if memory_ready:
+            results["memory_refs"] = _memory_refs(conn)
+            results["references"] = _references(conn)
+        if not sqlite:
+            results["chunk_index"] = _tsvector(conn, "chunks", "text", "text_tsv", tables)
+            results["memory_index"] = _tsvector(
+                conn, "memory_records", "content", "content_tsv", tables
+            )
+    if sqlite:
+        results.update(_sqlite_indexes(store, tables))
+    for name in ("memory_refs", "references"):
+        results.setdefault(
+            name, CheckResult(name, "skipped", ("the store has no memory tables yet (upgrade it)",))
+        )
+    return HealthReport(
+        url=url,
+        path=store.location.path,
+        revision=revision,
+        checks=tuple(results[name] for name in CHECKS),
+    )
+
+
+def _tables(conn: Connection) -> set[str]:
+    if conn.dialect.name == "sqlite":
+        rows = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")
+    else:
+        rows = conn.execute(
+            text(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema()"
+            )
+        )
+    return {name for (name,) in rows}
+
+
+def _integrity(conn: Connection, sqlite: bool) -> CheckResult:
+    found = _Findings()
+    if sqlite:
+        for (line,) in conn.exec_driver_sql("PRAGMA integrity_check"):
+            if line != "ok":
+                found.add(str(line))
+        return found.result("integrity")
+    invalid = conn.execute(
+        text(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND NOT (i.indisvalid AND i.indisready) "
+            "ORDER BY c.relname"
+        )
+    ).scalars()
+    for name in invalid:
+        found.add(f"index {name} is not valid (an interrupted CREATE INDEX?); REINDEX it")
+    if conn.execute(text("SELECT 1 FROM pg_extension WHERE extname = 'amcheck'")).first():
+        btrees = conn.execute(
+            text(
+                "SELECT c.oid, c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_am a ON a.oid = c.relam "
+                "WHERE n.nspname = current_schema() AND a.amname = 'btree' AND i.indisvalid"
+            )
+        ).all()
+        for oid, name in btrees:
+            try:
+                with conn.begin_nested():
+                    conn.execute(text("SELECT bt_index_check(:oid)"), {"oid": oid})
+            except DBAPIError as exc:
+                found.add(f"index {name}: {_first_line(exc)}")
+    return found.result("integrity")
+
+
+def _foreign_keys(conn: Connection, sqlite: bool) -> CheckResult:
+    found = _Findings()
+    if sqlite:
+        for table, rowid, parent, _key in conn.exec_driver_sql("PRAGMA foreign_key_check"):
+            found.add(f"{table} row {rowid} references a missing {parent} row")
+        return found.result("foreign_keys")
+    present = _tables(conn)
+    for table in Base.metadata.sorted_tables:
+        if table.name not in present:
+            continue
+        for key in table.foreign_key_constraints:
+            parent = key.referred_table
+            child_cols = [element.parent for element in key.elements]
+            parent_cols = [element.column for element in key.elements]
+            orphans = (
+                select(*child_cols)
+                .where(*(column.is_not(None) for column in child_cols))
+                .where(
+                    ~select(*parent_cols)
+                    .where(*(p == c for p, c in zip(parent_cols, child_cols, strict=True)))
+                    .exists()
+                )
+                .limit(MAX_LISTED + 1)
+            )
+            for row in conn.execute(orphans):
+                values = ", ".join(str(value) for value in row)
+                found.add(f"{table.name} ({values}) references a missing {parent.name} row")
+    return found.result("foreign_keys")
+
+
+def _schema(conn: Connection, sqlite: bool, revision: str | None, tables: set[str]) -> CheckResult:
+    found = _Findings()
+    if revision is None:
+        return found.result("schema")  # an empty store: nothing to hold yet
+    applied = migrations.REVISIONS[: migrations.REVISIONS.index(revision) + 1]
+    expected = set().union(*(migrations.TABLES_BY_REVISION[r] for r in applied))
+    if not sqlite:
+        # PostgreSQL searches generated tsvector columns instead of FTS5 tables.
+        expected = {t for t in expected if not t.startswith(migrations.FTS_TABLE_PREFIXES)}
+    for table in sorted(expected - tables):
+        found.add(f"table {table}, which revision {revision} has, is missing")
+    if sqlite:
+        triggers = set(
+            conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'").scalars()
+        )
+        wanted = list(_CHUNK_TRIGGERS)
+        if "0005" in applied:
+            wanted += _SQLITE_HISTORY_TRIGGERS
+    else:
+        triggers = set(
+            conn.execute(
+                text(
+                    "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = current_schema() AND NOT t.tgisinternal"
+                )
+            ).scalars()
+        )
+        wanted = list(_POSTGRES_HISTORY_TRIGGERS) if "0005" in applied else []
+        columns = {
+            (table, column)
+            for table, column in conn.execute(
+                text(
+                    "SELECT table_name, column_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema()"
+                )
+            )
+        }
+        generated = [("chunks", "text_tsv", "0004"), ("memory_records", "content_tsv", "0005")]
+        for table, column, since in generated:
+            if since in applied and (table, column) not in columns:
+                found.add(f"column {table}.{column}, which revision {since} adds, is missing")
+    for trigger in wanted:
+        if trigger not in triggers:
+            found.add(f"trigger {trigger} is missing")
+    return found.result("schema")
+
+
+def _leftovers(tables: set[str]) -> CheckResult:
+    found = _Findings()
+    for table in sorted(tables):
+        if table.startswith(_LEFTOVER_PREFIX):
+            found.add(f"table {table} was left by an interrupted migration")
+    return found.result("migration_leftovers")
+
+
+def _memory_refs(conn: Connection) -> CheckResult:
+    """Every record's `(type, id)` references, as `memory_refs` must hold them."""
+    found = _Findings()
+    stored: dict[str, set[tuple[str, str]]] = {}
+    for record_id, ref_type, ref_id in conn.execute(
+        select(refs_table.c.record_id, refs_table.c.ref_type, refs_table.c.ref_id)
+    ):
+        stored.setdefault(record_id, set()).add((ref_type, ref_id))
+    records = conn.execute(
+        select(memory_records.c.id, memory_records.c.source_refs).execution_options(
+            yield_per=_BATCH
+        )
+    )
+    for record_id, refs in records:
+        expected = set(memory_refs.ref_keys(refs or []))
+        actual = stored.pop(record_id, set())
+        for ref_type, ref_id in sorted(expected - actual):
+            found.add(f"{record_id} cites {ref_type}:{ref_id} but has no reference row for it")
+        for ref_type, ref_id in sorted(actual - expected):
+            found.add(f"{record_id} has a reference row for {ref_type}:{ref_id} it does not cite")
+    for record_id in sorted(stored):
+        found.add(f"reference rows for {record_id}, which is not stored")
+    return found.result("memory_refs")
+
+
+def _references(conn: Connection) -> CheckResult:
+    found = _Findings()
+    for ref in memory_refs.dangling(conn):
+        found.add(
+            f"{ref.record_id} cites {ref.type}:{ref.id}, which is not in the store "
+            "(removed or re-ingested since; see memory check-refs)"
+        )
+    return found.result("references")
+
+
+def _tsvector(
+    conn: Connection, table: str, source: str, generated: str, tables: set[str]
+) -> CheckResult:
+    """PostgreSQL: the stored `tsvector` of every row is the one its text gives now."""
+    name = "chunk_index" if table == "chunks" else "memory_index"
+    if table not in tables:
+        return CheckResult(name, "skipped", (f"the store has no {table} table",))
+    found = _Findings()
+    try:
+        with conn.begin_nested():
+            rows = conn.execute(
+                text(
+                    f"SELECT id FROM {table} WHERE {generated} IS DISTINCT FROM "
+                    f"to_tsvector('simple', {source}) ORDER BY id LIMIT {MAX_LISTED + 1}"
+                )
+            ).scalars()
+            for row_id in rows:
+                found.add(f"{table} row {row_id}: {generated} does not match its {source}")
+    except DBAPIError as exc:
+        found.add(f"{table}.{generated} could not be checked: {_first_line(exc)}")
+    return found.result(name)
+
+
+def _sqlite_indexes(store: Store, tables: set[str]) -> dict[str, CheckResult]:
+    """FTS5 `integrity-check` of both indexes, and `memory_fts` compared with its table."""
+    results: dict[str, CheckResult] = {}
+    wanted = {"chunk_index": "chunks_fts", "memory_index": "memory_fts"}
+    for name, fts in wanted.items():
+        if fts not in tables:
+            reason = "the store has no memory_fts table yet (upgrade it)"
+            results[name] = CheckResult(name, "skipped", (reason,))
+    todo = {name: fts for name, fts in wanted.items() if name not in results}
+    if not todo:
+        return results
+    found = {name: _Findings() for name in todo}
+    try:
+        with store.probe() as conn:
+            for name, fts in todo.items():
+                # rank=1: also compare an external-content index with its content table.
+                statement = f"INSERT INTO {fts} ({fts}, rank) VALUES ('integrity-check', 1)"
+                try:
+                    with conn.begin_nested():
+                        conn.exec_driver_sql(statement)
+                except DBAPIError as exc:
+                    error = translate(exc, store.location)
+                    if isinstance(error, StoreIOError):
+                        raise error from exc
+                    found[name].add(f"{fts} does not match its table: {_first_line(exc)}")
+    except StoreIOError as exc:
+        skipped = f"FTS5 integrity-check needs a writable store ({exc.message})"
+        for name in todo:
+            results[name] = CheckResult(name, "skipped", (skipped,))
+        return results
+    if "memory_index" in todo:
+        try:
+            with store.read() as conn:
+                _compare_memory_fts(conn, found["memory_index"])
+        except NotAStore:
+            found["memory_index"].add("memory_fts cannot be read; rebuild it")
+    for name in todo:
+        results[name] = found[name].result(name)
+    return results
+
+
+def _compare_memory_fts(conn: Connection, found: _Findings) -> None:
+    """A `memory_fts` row per record, at the rowid the repository derives, with its content."""
+    raw = conn.connection.dbapi_connection
+    assert isinstance(raw, sqlite3.Connection)
+    raw.create_function(_ROWID_FUNCTION, 1, memory_fts.fts_rowid, deterministic=True)
+    missing = conn.exec_driver_sql(
+        f"SELECT r.id, f.rowid IS NULL FROM memory_records AS r "
+        f"LEFT JOIN memory_fts AS f ON f.rowid = {_ROWID_FUNCTION}(r.id) "
+        "WHERE f.rowid IS NULL OR f.record_id IS NOT r.id OR f.content IS NOT r.content"
+    )
+    for record_id, absent in missing:
+        what = "has no search row" if absent else "has a search row that differs from it"
+        found.add(f"{record_id} {what}")
+    extra = conn.exec_driver_sql(
+        f"SELECT f.rowid, f.record_id FROM memory_fts AS f "
+        f"LEFT JOIN memory_records AS r ON r.id = f.record_id "
+        f"WHERE r.id IS NULL OR {_ROWID_FUNCTION}(r.id) IS NOT f.rowid"
+    )
+    for rowid, record_id in extra:
+        found.add(f"search row {rowid} ({record_id!r}) belongs to no record")
+
+
+def _first_line(exc: DBAPIError) -> str:
+    detail = str(exc.orig if exc.orig is not None else exc).strip()
+    return detail.splitlines()[0] if detail else type(exc).__name__

@@ -1,0 +1,73 @@
+"""Rebuilding a store's derived indexes from their tables (`lantern db rebuild-index`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select
+
+from lantern.memory import fts as memory_fts
+from lantern.memory import refs as memory_refs
+from lantern.memory.records import JSONObject
+from lantern.store.engine import Store
+from lantern.store.models import memory_records
+from lantern.store.models import memory_refs as refs_table
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildReport:
+    """What `lantern db rebuild-index` rebuilt, and from how many rows."""
+
+    indexes: tuple[str, ...]
+    chunks: int
+    memories: int
+    references: int
+
+    def to_json(self) -> JSONObject:
+        return {
+            "indexes": list(self.indexes),
+            "chunks": self.chunks,
+            "memories": self.memories,
+            "references": self.references,
+        }
+
+
+def rebuild_indexes(store: Store) -> RebuildReport:
+    """Rebuild the derived indexes from their tables, in one write transaction.
+
+    SQLite: FTS5 `rebuild` for `chunks_fts` (it re-reads `chunks`), and `memory_fts` emptied and
+    refilled from `memory_records` as the repository writes it, then merged into one segment
+    with `secure_delete` on, so no text of a forgotten record survives in a dropped segment.
+    A `memory_fts` that FTS5 refuses for too many structure levels (see
+    `memory_fts.merge_all`) is made readable first.
+    PostgreSQL: `REINDEX` of both tables' indexes (their `tsvector` columns are generated).
+    Both: the reference rows are rewritten from the records' `source_refs`. Every record's
+    id, content and references are read into memory once, as the rows are rebuilt from them.
+    """
+    with store.write() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        chunk_count = conn.exec_driver_sql("SELECT count(*) FROM chunks").scalar_one()
+        rows = [
+            (record_id, content, refs)
+            for record_id, content, refs in conn.execute(
+                select(memory_records.c.id, memory_records.c.content, memory_records.c.source_refs)
+            )
+        ]
+        if sqlite:
+            conn.exec_driver_sql("PRAGMA secure_delete = ON")
+            memory_fts.repair_structure(conn)
+            conn.exec_driver_sql("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
+            conn.exec_driver_sql("DELETE FROM memory_fts")
+            memory_fts.index(conn, [(record_id, content) for record_id, content, _ in rows])
+            memory_fts.merge_all(conn)
+            indexes: tuple[str, ...] = ("chunks_fts", "memory_fts", "memory_refs")
+        else:
+            conn.exec_driver_sql("REINDEX TABLE chunks")
+            conn.exec_driver_sql("REINDEX TABLE memory_records")
+            indexes = ("chunks", "memory_records", "memory_refs")
+        conn.execute(delete(refs_table))
+        memory_refs.write(conn, [(record_id, refs or []) for record_id, _, refs in rows])
+        references = conn.execute(select(func.count()).select_from(refs_table)).scalar_one()
+    return RebuildReport(
+        indexes=indexes, chunks=chunk_count, memories=len(rows), references=references
+    )

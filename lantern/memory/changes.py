@@ -1,0 +1,140 @@
+"""The steps every write to a record is made of, each keeping its companions in step.
+
+Inserting a record also writes its search row, its reference rows and its `created` history
+entry; a change of fields or status appends its history entry. Keeping them together here is
+what guarantees that the record, its history, its index and its references never disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, bindparam, func, literal_column, select, update
+
+from lantern.memory import fts, history, refs
+from lantern.memory.records import MemoryRecord
+from lantern.store.dialect import insert_ignoring_conflicts
+from lantern.store.models import memory_records as table
+from lantern.store.prepared import Prepared
+
+_SET_STATUS = Prepared(
+    update(table)
+    .where(table.c.id == bindparam("record_id"))
+    .values(status=bindparam("new_status"), updated_at=bindparam("at"))
+)
+_INSERT: dict[tuple[str, bool], Prepared] = {}
+_ROWID: ColumnElement[int] = literal_column("rowid")
+_MAX_ROWID = Prepared(select(func.max(_ROWID)).select_from(table))
+_IDS_AFTER = Prepared(select(table.c.id).where(bindparam("rowid") < _ROWID))
+
+
+def _insert_statement(conn: Connection, *, returning: bool) -> Prepared:
+    """The record insert that skips existing ids; with RETURNING, which tells whether the row
+    went in (psycopg reports no rowcount for this form)."""
+    key = (conn.dialect.name, returning)
+    statement = _INSERT.get(key)
+    if statement is None:
+        insert = insert_ignoring_conflicts(conn, table)
+        statement = _INSERT[key] = Prepared(insert.returning(table.c.id) if returning else insert)
+    return statement
+
+
+def _row(record: MemoryRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "kind": record.kind,
+        "content": record.content,
+        "scope": record.scope,
+        "priority": record.priority,
+        "urgency": record.urgency,
+        "confidence": record.confidence,
+        "status": record.status,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "expires_at": record.expires_at,
+        "supersedes_id": record.supersedes_id,
+        "source_refs": plain_refs(record.source_refs),
+    }
+
+
+def insert_records(conn: Connection, records: list[MemoryRecord]) -> set[str]:
+    """Store the records whose ids are free (one statement per table); the ids that went in.
+
+    Ids already stored are skipped, with nothing else written for them.
+    """
+    if not records:
+        return set()
+    rows = [_row(record) for record in records]
+    if conn.dialect.name == "sqlite":
+        # executemany cannot return rows. The write lock is ours since BEGIN IMMEDIATE, so the
+        # rows that went in are exactly those past the largest rowid before the insert, and
+        # when every row went in (the usual case) there is nothing to look up at all.
+        before = _MAX_ROWID.rows(conn)[0][0] or 0
+        count = _insert_statement(conn, returning=False).execute_many(conn, rows)
+        if count == len(rows):
+            inserted = {record.id for record in records}
+        else:
+            inserted = {row[0] for row in _IDS_AFTER.rows(conn, {"rowid": before})}
+    else:
+        stmt = _insert_statement(conn, returning=True).statement
+        inserted = {row[0] for row in conn.execute(stmt, rows)}
+    written = [record for record in records if record.id in inserted]
+    fts.index(conn, [(record.id, record.content) for record in written])
+    refs.write(conn, [(record.id, record.source_refs) for record in written])
+    history.append(conn, [history.created(record) for record in written])
+    return inserted
+
+
+def insert_record(conn: Connection, record: MemoryRecord) -> bool:
+    """Store a new record with its search row, reference rows and `created` entry.
+
+    False when the id was taken meanwhile (the insert skips existing keys, so that concurrent
+    writers of the same memory never collide); nothing else is written then.
+    """
+    if not _insert_statement(conn, returning=True).rows(conn, _row(record)):
+        return False
+    fts.index(conn, [(record.id, record.content)])
+    refs.write(conn, [(record.id, record.source_refs)])
+    history.append(conn, [history.created(record)])
+    return True
+
+
+def retire(conn: Connection, old: MemoryRecord, successor_id: str, at: int) -> None:
+    _SET_STATUS.rows(conn, {"record_id": old.id, "new_status": "superseded", "at": at})
+    history.append(
+        conn,
+        [history.status_change(old, "superseded", "superseded", at, superseded_by=successor_id)],
+    )
+
+
+_SET_FIELDS: dict[tuple[str, ...], Prepared] = {}
+
+
+def set_fields(conn: Connection, record_id: str, values: Mapping[str, Any], at: int) -> None:
+    """Change some fields of a record (and its `updated_at`): one statement per set of fields."""
+    names = tuple(sorted(values))
+    statement = _SET_FIELDS.get(names)
+    if statement is None:
+        # `new_` names: SQLAlchemy keeps a column's own name for its SET clause.
+        assignments = {name: bindparam(f"new_{name}", type_=table.c[name].type) for name in names}
+        statement = _SET_FIELDS[names] = Prepared(
+            update(table)
+            .where(table.c.id == bindparam("record_id"))
+            .values(**assignments, updated_at=bindparam("at"))
+        )
+    params = {f"new_{name}": value for name, value in values.items()}
+    statement.rows(conn, {**params, "record_id": record_id, "at": at})
+
+
+def set_status(
+    conn: Connection, record: MemoryRecord, event: str, status: str, at: int
+) -> MemoryRecord:
+    _SET_STATUS.rows(conn, {"record_id": record.id, "new_status": status, "at": at})
+    history.append(conn, [history.status_change(record, event, status, at)])
+    return dataclasses.replace(record, status=status, updated_at=at)
+
+
+def plain_refs(refs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(ref) for ref in refs]

@@ -1,0 +1,284 @@
+"""Which memory records a listing or search returns, and in what order.
+
+`memory list` and `memory search` share these filters, so a filter means the same in both, in
+the CLI and in the Python API. Every filter is a condition on visible fields; none of them
+needs anything but the record row, except `cites`, which looks at `memory_refs`. Where a page
+ends is `lantern.memory.cursor`'s business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, or_, true
+
+from lantern import validation
+from lantern.errors import InvalidInput
+from lantern.memory.refs import cites_clause
+from lantern.store.models import memory_records as table
+
+# The documented list order: active first (status words sort alphabetically with `active`
+# first, so ordering by the column keeps the index walk that a CASE expression would prevent),
+# then higher priority, higher urgency, newer update, and the id to break ties.
+LIST_ORDER = (
+    table.c.status,
+    table.c.priority.desc(),
+    table.c.urgency.desc(),
+    table.c.updated_at.desc(),
+    table.c.id,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFilter:
+    """Validated filters; build one with `MemoryFilter.build(...)`."""
+
+    scopes: tuple[tuple[str, bool], ...] = ()
+    """`(text, is_prefix)` pairs: a record matches any of them."""
+    kinds: tuple[str, ...] = ()
+    status: str = "active"
+    min_priority: int | None = None
+    min_urgency: int | None = None
+    min_confidence: float | None = None
+    updated_since: int | None = None
+    """Inclusive: `updated_at >= updated_since`."""
+    updated_before: int | None = None
+    """Exclusive: `updated_at < updated_before`."""
+    cites: tuple[tuple[str, str], ...] = ()
+    """`(type, id)` pairs: a record matches when it cites any of them."""
+    include_expired: bool = False
+    through_chunks: bool = False
+    """A cited `source:ID` also matches records citing that source's chunks."""
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        scope: str | Iterable[str] | None = None,
+        kind: str | Iterable[str] | None = None,
+        status: str = "active",
+        min_priority: int | None = None,
+        min_urgency: int | None = None,
+        min_confidence: float | None = None,
+        updated_since: int | str | None = None,
+        updated_before: int | str | None = None,
+        cites: Any = None,
+        include_expired: bool = False,
+    ) -> MemoryFilter:
+        cited = [] if cites is None else [cites] if isinstance(cites, str | dict) else cites
+        return cls(
+            scopes=tuple(validation.scope_pattern(value) for value in _as_list(scope)),
+            kinds=tuple(validation.kind(value) for value in _as_list(kind)),
+            status=validation.status_filter(status),
+            min_priority=validation.optional_percent("min_priority", min_priority),
+            min_urgency=validation.optional_percent("min_urgency", min_urgency),
+            min_confidence=_optional_confidence(min_confidence),
+            updated_since=validation.optional_timestamp("updated_since", updated_since),
+            updated_before=validation.optional_timestamp("updated_before", updated_before),
+            cites=tuple(validation.ref_key(value) for value in cited),
+            include_expired=bool(include_expired),
+        )
+
+    def conditions(self, dialect: str, at: int) -> Conditions:
+        """The WHERE conditions, evaluated at time `at` (for expiry), as named parameters."""
+        parts: list[Part] = []
+        if self.scopes:
+            parts.extend(scope_parts(dialect, self.scopes, "scope"))
+        if self.kinds:
+            parts.append(_any_of(table.c.kind, "kind", self.kinds))
+        if self.status != "all":
+            parts.append(({"status": self.status}, lambda v: table.c.status == bound(v, "status")))
+        for name, value in (
+            ("min_priority", self.min_priority),
+            ("min_urgency", self.min_urgency),
+            ("min_confidence", self.min_confidence),
+            ("updated_since", self.updated_since),
+        ):
+            if value is not None:
+                parts.append(({name: value}, _at_least(name)))
+        if self.updated_before is not None:
+            parts.append(
+                (
+                    {"updated_before": self.updated_before},
+                    lambda v: table.c.updated_at < bound(v, "updated_before"),
+                )
+            )
+        if self.cites:
+            parts.append(_cites_part(self.cites, self.through_chunks))
+        if not self.include_expired:
+            parts.append(({"at": at}, _unexpired))
+        return Conditions.of(parts, extra=(dialect, self._source_cites()))
+
+    def _source_cites(self) -> tuple[bool, ...]:
+        # Which cited references are sources changes the SQL when they reach through chunks.
+        if not self.through_chunks:
+            return ()
+        return tuple(ref_type == "source" for ref_type, _ in self.cites)
+
+
+Values = dict[str, Any]
+Part = tuple[Values, Callable[[Values], ColumnElement[bool]]]
+"""The values one condition binds, and how to build it from them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Conditions:
+    """WHERE conditions as named parameters and a way to build them.
+
+    `key` names the shape of the SQL (which conditions, how many values each), so that a
+    statement compiled for one set of values serves any other set of the same shape: only
+    `values` change from call to call, and building the clauses is needed once per shape.
+    """
+
+    key: tuple[object, ...]
+    values: Values
+    parts: tuple[Part, ...]
+
+    @classmethod
+    def of(cls, parts: Iterable[Part], *, extra: tuple[object, ...] = ()) -> Conditions:
+        parts = tuple(parts)
+        values: Values = {}
+        for bound, _build in parts:
+            values.update(bound)
+        return cls((*extra, *values), values, parts)
+
+    def clauses(self) -> list[ColumnElement[bool]]:
+        return [build(bound) for bound, build in self.parts]
+
+
+_MINIMUM_OF = {
+    "min_priority": table.c.priority,
+    "min_urgency": table.c.urgency,
+    "min_confidence": table.c.confidence,
+    "updated_since": table.c.updated_at,
+}
+
+
+def _at_least(name: str) -> Callable[[Values], ColumnElement[bool]]:
+    column = _MINIMUM_OF[name]
+    return lambda values: column >= bound(values, name)
+
+
+def _unexpired(values: Values) -> ColumnElement[bool]:
+    return or_(table.c.expires_at.is_(None), table.c.expires_at > bound(values, "at"))
+
+
+def bound(values: Values, name: str) -> BindParameter[Any]:
+    return bindparam(name, values[name])
+
+
+def _any_of(column: Any, name: str, choices: Iterable[str]) -> Part:
+    values = {f"{name}_{i}": choice for i, choice in enumerate(choices)}
+
+    def build(v: Values) -> ColumnElement[bool]:
+        # A single value as `=`, which every planner reads as an index equality.
+        binds = [bound(v, key) for key in v]
+        result: ColumnElement[bool] = column == binds[0] if len(binds) == 1 else column.in_(binds)
+        return result
+
+    return values, build
+
+
+def _cites_part(cites: tuple[tuple[str, str], ...], through_chunks: bool) -> Part:
+    values: Values = {}
+    for i, (ref_type, ref_id) in enumerate(cites):
+        values[f"cite_type_{i}"] = ref_type
+        values[f"cite_id_{i}"] = ref_id
+
+    def build(v: Values) -> ColumnElement[bool]:
+        keys = [(bound(v, f"cite_type_{i}"), bound(v, f"cite_id_{i}")) for i in range(len(cites))]
+        sources = [
+            key[1]
+            for key, (ref_type, _) in zip(keys, cites, strict=True)
+            if through_chunks and ref_type == "source"
+        ]
+        return cites_clause(keys, source_ids=sources)
+
+    return values, build
+
+
+def _optional_confidence(value: object) -> float | None:
+    if value is None:
+        return None
+    try:
+        return validation.confidence(value)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.message.replace("confidence", "min_confidence", 1)) from exc
+
+
+def _as_list(value: str | Iterable[str] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return list(value)
+
+
+def scope_parts(dialect: str, patterns: Iterable[tuple[str, bool]], name: str) -> list[Part]:
+    """Exact scopes and scope prefixes, any of them, as a condition with named parameters.
+
+    No pattern language reaches the database: an exact scope is compared with `=`; a prefix
+    becomes a range on SQLite (`scope >= prefix AND scope < next`, in the BINARY order of
+    UTF-8, which the index serves; LIKE would ignore ASCII case there) and an escaped LIKE on
+    PostgreSQL (whose collation may not order strings bytewise). So `%`, `_`, `/` and `*` in a
+    scope are ordinary characters. An empty prefix (`*`) admits every scope: no condition.
+    """
+    patterns = list(patterns)
+    if any(prefix and not text for text, prefix in patterns):
+        return []
+    values: Values = {}
+    for i, (text, prefix) in enumerate(patterns):
+        if not prefix:
+            values[f"{name}_{i}"] = text
+        elif dialect == "postgresql":
+            escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            values[f"{name}_like_{i}"] = escaped + "%"
+        else:
+            values[f"{name}_from_{i}"] = text
+            upper = next_string(text)
+            if upper is not None:
+                values[f"{name}_to_{i}"] = upper
+
+    def build(v: Values) -> ColumnElement[bool]:
+        column = table.c.scope
+        exact = [bound(v, f"{name}_{i}") for i in range(len(patterns)) if f"{name}_{i}" in v]
+        conditions: list[ColumnElement[bool]] = []
+        if exact:
+            conditions.append(column == exact[0] if len(exact) == 1 else column.in_(exact))
+        for i in range(len(patterns)):
+            if f"{name}_like_{i}" in v:
+                conditions.append(column.like(bound(v, f"{name}_like_{i}"), escape="\\"))
+            elif f"{name}_from_{i}" in v:
+                lower = column >= bound(v, f"{name}_from_{i}")
+                upper_name = f"{name}_to_{i}"
+                conditions.append(
+                    and_(lower, column < bound(v, upper_name)) if upper_name in v else lower
+                )
+        return conditions[0] if len(conditions) == 1 else or_(*conditions)
+
+    return [(values, build)]
+
+
+def scope_clause(
+    dialect: str, patterns: Iterable[tuple[str, bool]], name: str = "scope"
+) -> ColumnElement[bool]:
+    """`scope_parts` as one condition with its values bound (true when any scope is admitted)."""
+    parts = scope_parts(dialect, patterns, name)
+    return parts[0][1](parts[0][0]) if parts else true()
+
+
+def next_string(prefix: str) -> str | None:
+    """The least string greater than every string that starts with `prefix`, in code point
+    order (which is UTF-8's byte order); None when there is none (`prefix` is all U+10FFFF).
+
+    Surrogates cannot be stored, so the character after U+D7FF is U+E000.
+    """
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop())
+        if last < 0x10FFFF:
+            following = 0xE000 if last == 0xD7FF else last + 1
+            return "".join(chars) + chr(following)
+    return None

@@ -1,0 +1,278 @@
+"""Reading memory records: by id, their supersede chain and history, listings and search."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import Select, bindparam, select, union_all
+
+from lantern import validation
+from lantern.errors import InvalidInput
+from lantern.memory import fts, history, refs
+from lantern.memory.chains import successor, walk
+from lantern.memory.core import RepositoryCore
+from lantern.memory.cursor import after_branches, branches, cursor_for, parse_cursor
+from lantern.memory.filters import LIST_ORDER, MemoryFilter
+from lantern.memory.records import (
+    DanglingRef,
+    HistoryEntry,
+    MemoryChain,
+    MemoryMatch,
+    MemoryRecord,
+    Page,
+)
+from lantern.memory.rows import SCORE_COLUMN, fetch, require, row_to_record
+from lantern.retrieval.query import parse_query
+from lantern.store.engine import now
+from lantern.store.models import memory_records as table
+
+# Inside the class, `list` names its method.
+DanglingRefs = list[DanglingRef]
+
+
+class MemoryReads(RepositoryCore):
+    """Finds and explains records."""
+
+    def get(self, record_id: str) -> MemoryRecord:
+        with self._store.read() as conn:
+            return require(conn, record_id, self._scopes)
+
+    def chain(self, record_id: str) -> MemoryChain:
+        """A record with the records it replaced and those that replaced it, nearest first."""
+        with self._store.read() as conn:
+            record = require(conn, record_id, self._scopes)
+            replaces = walk(
+                conn, record.supersedes_id, table.c.id, table.c.supersedes_id, self._scopes
+            )
+            replaced_by = walk(
+                conn,
+                successor(conn, record_id, self._scopes),
+                table.c.supersedes_id,
+                table.c.id,
+                self._scopes,
+            )
+        return MemoryChain(record=record, replaces=replaces, replaced_by=replaced_by)
+
+    def history(self, record_id: str) -> list[HistoryEntry]:
+        """Every recorded change to a record, oldest first.
+
+        Records stored before schema revision 0005 (which added history) start with none.
+        """
+        with self._store.read() as conn:
+            entries = history.read(conn, record_id)
+            if self._scopes.restricted and fetch(conn, record_id, self._scopes) is None:
+                # No visible record: only what a forget left of one in the scopes remains.
+                entries = [e for e in entries if history.forgotten_in(e, self._scopes)]
+            if not entries:
+                require(conn, record_id, self._scopes)
+            return entries
+
+    def list(
+        self,
+        *,
+        scope: str | Iterable[str] | None = None,
+        kind: str | Iterable[str] | None = None,
+        status: str = "active",
+        limit: int = 50,
+        offset: int = 0,
+        include_expired: bool = False,
+        min_priority: int | None = None,
+        min_urgency: int | None = None,
+        min_confidence: float | None = None,
+        updated_since: int | str | None = None,
+        updated_before: int | str | None = None,
+        cites: Any = None,
+        after: str | None = None,
+    ) -> Page:
+        """Records in the documented order (see LIST_ORDER), filtered by visible fields only.
+
+        `scope` entries ending in `*` match by prefix. `cites` takes references (`TYPE:ID`) and
+        keeps records citing any of them. `after` continues from a page's `next_cursor`.
+        """
+        filters = MemoryFilter.build(
+            scope=scope,
+            kind=kind,
+            status=status,
+            min_priority=min_priority,
+            min_urgency=min_urgency,
+            min_confidence=min_confidence,
+            updated_since=updated_since,
+            updated_before=updated_before,
+            cites=cites,
+            include_expired=include_expired,
+        )
+        return self._page(filters, limit=limit, offset=offset, after=after)
+
+    def citing(
+        self,
+        ref: Any,
+        *,
+        through_chunks: bool = False,
+        status: str = "all",
+        include_expired: bool = True,
+        limit: int = 50,
+        after: str | None = None,
+    ) -> Page:
+        """The records that cite a source, chunk or session (`TYPE:ID`), in list order.
+
+        Every status and expired records too, by default: this answers "what depends on this
+        evidence". With `through_chunks`, a `source:ID` also finds records citing its chunks.
+        """
+        filters = dataclasses.replace(
+            MemoryFilter.build(status=status, include_expired=include_expired, cites=[ref]),
+            through_chunks=through_chunks,
+        )
+        return self._page(filters, limit=limit, offset=0, after=after)
+
+    def _page(self, filters: MemoryFilter, *, limit: int, offset: int, after: str | None) -> Page:
+        limit = validation.limit(limit)
+        offset = validation.offset(offset)
+        if after is not None and offset:
+            raise InvalidInput("give either an offset or a cursor (after), not both")
+        key = None if after is None else parse_cursor(after)
+        conditions = filters.conditions(self._store.dialect, now())
+        values = {**conditions.values, "limit": limit + 1, "offset": offset}
+        if key is None:
+
+            def listing() -> Select[Any]:
+                return (
+                    select(table)
+                    .where(*conditions.clauses(), *self._policy())
+                    .order_by(*LIST_ORDER)
+                    .limit(bindparam("limit"))
+                    .offset(bindparam("offset"))
+                )
+
+            statement = self._prepared(("list", conditions.key), listing)
+        else:
+            after_values, _ = after_branches(key, all_statuses=filters.status == "all")
+            values.update(after_values)
+
+            def paging() -> Select[Any]:
+                # One small ordered query per seekable branch, merged (see after_branches).
+                where = [*conditions.clauses(), *self._policy()]
+                parts = [
+                    select(table)
+                    .where(*where, branch)
+                    .order_by(*LIST_ORDER)
+                    .limit(bindparam("limit"))
+                    for branch in branches(after_values, all_statuses=filters.status == "all")
+                ]
+                merged = union_all(*(select(part.subquery()) for part in parts)).subquery()
+                return (
+                    select(merged)
+                    .order_by(
+                        merged.c.status,
+                        merged.c.priority.desc(),
+                        merged.c.urgency.desc(),
+                        merged.c.updated_at.desc(),
+                        merged.c.id,
+                    )
+                    .limit(bindparam("limit"))
+                )
+
+            statement = self._prepared(("page", conditions.key, filters.status == "all"), paging)
+        records = [row_to_record(row) for row in self._store.fetch(statement, values)]
+        more = len(records) > limit
+        records = records[:limit]
+        return Page(records, cursor_for(records[-1]) if more and records else None)
+
+    def search(
+        self,
+        query: str,
+        *,
+        order: str = "relevance",
+        scope: str | Iterable[str] | None = None,
+        kind: str | Iterable[str] | None = None,
+        status: str = "active",
+        limit: int = 20,
+        offset: int = 0,
+        include_expired: bool = False,
+        min_priority: int | None = None,
+        min_urgency: int | None = None,
+        min_confidence: float | None = None,
+        updated_since: int | str | None = None,
+        updated_before: int | str | None = None,
+        cites: Any = None,
+        after: str | None = None,
+    ) -> Page:
+        """Keyword search over content: `MemoryMatch`es (record and score, higher is better).
+
+        The query syntax is `lantern.retrieval.query`'s (words AND-ed, "phrases", prefix*;
+        nothing in it is an operator); a query without a letter or digit finds nothing.
+        `order="relevance"` ranks by score, then the list order; `order="policy"` uses the list
+        order among the matches and is the order a cursor (`after`) can page, since scores move
+        as records are added.
+        """
+        validation.choice("order", order, validation.SEARCH_ORDERS)
+        if not isinstance(query, str):
+            raise InvalidInput(f"query must be text; got {type(query).__name__}")
+        filters = MemoryFilter.build(
+            scope=scope,
+            kind=kind,
+            status=status,
+            min_priority=min_priority,
+            min_urgency=min_urgency,
+            min_confidence=min_confidence,
+            updated_since=updated_since,
+            updated_before=updated_before,
+            cites=cites,
+            include_expired=include_expired,
+        )
+        limit = validation.limit(limit)
+        offset = validation.offset(offset)
+        if after is not None and order == "relevance":
+            raise InvalidInput(
+                "a cursor (after) pages only order=policy: relevance scores move as records "
+                "are added, so a cursor could skip or repeat results"
+            )
+        if after is not None and offset:
+            raise InvalidInput("give either an offset or a cursor (after), not both")
+        key = None if after is None else parse_cursor(after)
+        parsed = parse_query(query)
+        if parsed is None:
+            return Page([])
+        dialect = self._store.dialect
+        conditions = filters.conditions(dialect, now())
+        values = {
+            **conditions.values,
+            "match": fts.match_value(dialect, parsed),
+            "limit": limit + 1,
+            "offset": offset,
+        }
+        all_statuses = filters.status == "all"
+        paged = after_branches(key, all_statuses=all_statuses) if key is not None else None
+        if paged is not None:
+            values.update(paged[0])
+
+        def searching() -> Select[Any]:
+            source, match, score = fts.matching(dialect)
+            where = [match, *conditions.clauses(), *self._policy()]
+            if paged is not None:
+                where.append(paged[1](paged[0]))
+            ordering = [*LIST_ORDER] if order == "policy" else [score.desc(), *LIST_ORDER]
+            return (
+                select(table, score.label("score"))
+                .select_from(source)
+                .where(*where)
+                .order_by(*ordering)
+                .limit(bindparam("limit"))
+                .offset(bindparam("offset"))
+            )
+
+        shape = ("search", conditions.key, order, paged is not None, all_statuses)
+        rows = self._store.fetch(self._prepared(shape, searching), values)
+        matches = [
+            MemoryMatch(record=row_to_record(row), score=float(row[SCORE_COLUMN])) for row in rows
+        ]
+        more = len(matches) > limit
+        matches = matches[:limit]
+        cursor = cursor_for(matches[-1].record) if more and order == "policy" else None
+        return Page(matches, cursor)
+
+    def check_refs(self) -> DanglingRefs:
+        """`source` and `chunk` references that name nothing in the store any more."""
+        with self._store.read() as conn:
+            return refs.dangling(conn, self._scopes.clauses(conn.dialect.name))

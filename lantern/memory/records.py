@@ -1,0 +1,202 @@
+"""Plain immutable records returned by every public call, and their JSON shapes.
+
+Callers never hold live ORM rows: no sessions to trip over, no lazy loads, and one place that
+decides how a record looks in JSON. The key order of `to_json` is a published contract (README,
+"JSON output"); fields may be added at the end, never renamed or removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+JSONObject = dict[str, Any]
+
+
+def freeze_refs(refs: list[dict[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+    return tuple(MappingProxyType(dict(ref)) for ref in refs)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    id: str
+    kind: str
+    content: str
+    scope: str
+    priority: int
+    urgency: int
+    confidence: float
+    status: str
+    created_at: int
+    updated_at: int
+    expires_at: int | None
+    supersedes_id: str | None
+    source_refs: tuple[Mapping[str, Any], ...]
+
+    def is_expired(self, at: int) -> bool:
+        return self.expires_at is not None and self.expires_at <= at
+
+    def to_json(self) -> JSONObject:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "content": self.content,
+            "scope": self.scope,
+            "priority": self.priority,
+            "urgency": self.urgency,
+            "confidence": self.confidence,
+            "status": self.status,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "expires_at": self.expires_at,
+            "supersedes_id": self.supersedes_id,
+            "source_refs": [dict(ref) for ref in self.source_refs],
+        }
+
+
+# --- Memory lifecycle, retrieval and visibility (README, "Memory records") -------------------
+
+_STATUS_RANKS = {"active": 0, "archived": 1, "superseded": 2}
+
+
+def order_keys(record: MemoryRecord, *, relevance: float | None = None) -> JSONObject:
+    """The keys a record was ordered by, most significant first (`--explain`).
+
+    The documented list order is status rank (active 0, archived 1, superseded 2), then higher
+    priority, higher urgency, newer `updated_at`, and `id` ascending; a search by relevance puts
+    its score (higher is better) before all of them.
+    """
+    keys: JSONObject = {} if relevance is None else {"relevance": relevance}
+    keys.update(
+        status_rank=_STATUS_RANKS.get(record.status, len(_STATUS_RANKS)),
+        priority=record.priority,
+        urgency=record.urgency,
+        updated_at=record.updated_at,
+        id=record.id,
+    )
+    return keys
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _deep_copy(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_deep_copy(item) for item in value]
+    return value
+
+
+def _deep_freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: _deep_freeze(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_deep_freeze(item) for item in value)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One change to a memory record (`lantern memory history`).
+
+    `changes` holds `before` and `after`: the fields that changed, with their values before and
+    after the change (`before` is null for `created`, whose `after` holds every field; `after`
+    is null for `forgotten`, which keeps no content). A `superseded` entry also names the
+    record that replaced this one in `superseded_by`.
+    """
+
+    id: int
+    record_id: str
+    event: str
+    at: int
+    changes: Mapping[str, Any]
+
+    @classmethod
+    def from_stored(
+        cls, id: int, record_id: str, event: str, at: int, changes: Mapping[str, Any]
+    ) -> HistoryEntry:
+        return cls(id, record_id, event, at, _deep_freeze(changes))
+
+    def to_json(self) -> JSONObject:
+        return {
+            "id": self.id,
+            "record_id": self.record_id,
+            "event": self.event,
+            "at": self.at,
+            "changes": _deep_copy(self.changes),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryMatch:
+    """A memory record found by keyword search, with its relevance (higher is better)."""
+
+    record: MemoryRecord
+    score: float
+
+    def to_json(self, *, explain: bool = False, by_relevance: bool = True) -> JSONObject:
+        """The record's keys, then `explain` when asked, then `score`, always last."""
+        rendered = self.record.to_json()
+        if explain:
+            relevance = self.score if by_relevance else None
+            rendered["explain"] = order_keys(self.record, relevance=relevance)
+        rendered["score"] = self.score
+        return rendered
+
+
+class Page(list[Any]):
+    """A list of results that knows where the next page starts (`--after CURSOR`).
+
+    `next_cursor` is None when there is nothing after this page. It is a plain list otherwise,
+    so callers that do not page can ignore the difference.
+    """
+
+    __slots__ = ("next_cursor",)
+
+    def __init__(self, items: Sequence[Any] = (), next_cursor: str | None = None) -> None:
+        super().__init__(items)
+        self.next_cursor = next_cursor
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryChain:
+    """A record and its supersede chain: what it replaced and what replaced it, nearest first."""
+
+    record: MemoryRecord
+    replaces: tuple[str, ...]
+    replaced_by: tuple[str, ...]
+
+    def to_json(self) -> JSONObject:
+        return {
+            **self.record.to_json(),
+            "replaces": list(self.replaces),
+            "replaced_by": list(self.replaced_by),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetReport:
+    """What `memory forget` did. `wal_checkpointed` is None on PostgreSQL (no file to scrub)."""
+
+    id: str
+    forgotten_at: int
+    wal_checkpointed: bool | None
+
+    def to_json(self) -> JSONObject:
+        return {
+            "id": self.id,
+            "forgotten_at": self.forgotten_at,
+            "wal_checkpointed": self.wal_checkpointed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DanglingRef:
+    """A `source` or `chunk` reference of a memory record that names nothing in the store."""
+
+    record_id: str
+    type: str
+    id: str
+
+    def to_json(self) -> JSONObject:
+        return {"record_id": self.record_id, "type": self.type, "id": self.id}

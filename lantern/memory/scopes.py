@@ -1,0 +1,95 @@
+"""Scope confinement: the part of a store a restricted caller may read and write.
+
+`lantern mcp --scope PATTERN` hands an agent part of a store. The restriction is a
+`ScopePolicy`, given to `Lantern.open(scopes=...)` and applied by the memory repository to every
+read and write it makes, below the CLI and the MCP tools, so that no tool (and no tool added
+later) can forget it:
+
+* every memory row the repository reads passes the policy. Listings, searches, `citing`,
+  `expire` and `check_refs` leave out records in other scopes; an id that names such a record
+  behaves exactly as an id that names nothing (`NotFound` with the same message), in `get`,
+  `chain`, `history`, `update`, `supersede`, `archive`, `restore` and `forget`; supersede
+  chains and error messages stop where a record outside begins, as they stop at a record that
+  does not exist;
+* a write that would create a record in another scope (`add`, or `supersede` into another
+  scope) is refused with `PolicyRefused`: there is no record to hide, the caller asked to write
+  where it may not;
+* the stored fields of a visible record are shown as they are: a `supersedes_id` may name a
+  record outside, which then looks unknown, like the id of a record that no longer exists.
+
+Patterns mean what they mean for `memory list --scope`: an exact scope, or a prefix ending in
+`*` (`user:*`), with a final `\\*` matching a literal star; any of them admits a record.
+
+This module is imported before the store is opened (the MCP server checks its options first),
+so it leaves SQLAlchemy to `clauses`, which only runs once a query does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lantern import validation
+from lantern.errors import PolicyRefused
+
+if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement
+
+
+@dataclass(frozen=True, slots=True)
+class ScopePolicy:
+    """The scopes a caller may see; no patterns means the whole store."""
+
+    patterns: tuple[tuple[str, bool], ...] = ()
+    """`(text, is_prefix)` pairs, as `validation.scope_pattern` reads them."""
+
+    @classmethod
+    def of(cls, patterns: str | Iterable[str] | None) -> ScopePolicy:
+        """A policy from `--scope` patterns; none at all leaves the store unrestricted."""
+        if patterns is None:
+            return UNRESTRICTED
+        values = [patterns] if isinstance(patterns, str) else list(patterns)
+        return cls(tuple(dict.fromkeys(validation.scope_pattern(value) for value in values)))
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.patterns)
+
+    def allows(self, scope: str) -> bool:
+        """Whether a record of this scope is visible: the same test as `clauses`, in Python,
+        for rows read by id (a prefix range in code point order is `startswith`)."""
+        if not self.patterns:
+            return True
+        return any(
+            scope.startswith(text) if prefix else scope == text for text, prefix in self.patterns
+        )
+
+    def clauses(self, dialect: str) -> list[ColumnElement[bool]]:
+        """The WHERE condition on `memory_records.scope` (none when unrestricted)."""
+        if not self.patterns:
+            return []
+        from lantern.memory.filters import scope_clause
+
+        return [scope_clause(dialect, self.patterns, name="policy")]
+
+    def check_write(self, scope: str) -> None:
+        """Refuse to create a record in a scope outside the policy."""
+        if not self.allows(scope):
+            raise PolicyRefused(
+                f"scope {scope!r} is outside the scopes this store is restricted to "
+                f"({self.describe()})"
+            )
+
+    def describe(self) -> str:
+        """The patterns as they were given on the command line."""
+        return ", ".join(_pattern_text(text, prefix) for text, prefix in self.patterns)
+
+
+def _pattern_text(text: str, prefix: bool) -> str:
+    if prefix:
+        return text + "*"
+    return text[:-1] + "\\*" if text.endswith("*") else text
+
+
+UNRESTRICTED = ScopePolicy()

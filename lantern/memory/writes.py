@@ -1,0 +1,393 @@
+"""Writing memory records: add, add many, update in place, supersede.
+
+Each method is one operation in one transaction, timed once. A record's id is derived from its
+scope, kind and content, so adding the same memory twice stores it once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from lantern import validation
+from lantern.errors import Conflict, InvalidInput, PolicyRefused
+from lantern.memory import fts, history, refs
+from lantern.memory.chains import check_supersedable, successor_id
+from lantern.memory.changes import insert_record, insert_records, plain_refs, retire, set_fields
+from lantern.memory.core import RepositoryCore
+from lantern.memory.records import MemoryRecord, freeze_refs
+from lantern.memory.rows import fetch, fetch_many, require
+from lantern.store.engine import now
+from lantern.store.ids import memory_id
+
+
+class MemoryWrites(RepositoryCore):
+    """Adds and revises records."""
+
+    def add(
+        self,
+        *,
+        kind: str,
+        content: str,
+        scope: str = "global",
+        priority: int = 50,
+        confidence: float = 1.0,
+        urgency: int = 0,
+        expires_at: int | str | None = None,
+        supersedes_id: str | None = None,
+        source_refs: Sequence[Any] | None = None,
+        allow_dangling: bool = False,
+    ) -> MemoryRecord:
+        """Write a record, or return the identical one already stored (see `get_or_add`)."""
+        record, _created = self.get_or_add(
+            kind=kind,
+            content=content,
+            scope=scope,
+            priority=priority,
+            confidence=confidence,
+            urgency=urgency,
+            expires_at=expires_at,
+            supersedes_id=supersedes_id,
+            source_refs=source_refs,
+            allow_dangling=allow_dangling,
+        )
+        return record
+
+    def get_or_add(
+        self,
+        *,
+        kind: str,
+        content: str,
+        scope: str = "global",
+        priority: int = 50,
+        confidence: float = 1.0,
+        urgency: int = 0,
+        expires_at: int | str | None = None,
+        supersedes_id: str | None = None,
+        source_refs: Sequence[Any] | None = None,
+        allow_dangling: bool = False,
+    ) -> tuple[MemoryRecord, bool]:
+        """Write a record; `(record, created)`.
+
+        The id is derived from scope, kind and content, so adding the same memory twice creates
+        nothing: the stored record comes back unchanged, whatever its status or other fields,
+        and `created` is False. Changing those fields is an update; reviving it, a restore.
+        `source` and `chunk` references must name stored evidence unless `allow_dangling`.
+        """
+        at = now()
+        record = _new_record(
+            at,
+            kind=kind,
+            content=content,
+            scope=scope,
+            priority=priority,
+            confidence=confidence,
+            urgency=urgency,
+            expires_at=expires_at,
+            supersedes_id=supersedes_id,
+            source_refs=source_refs,
+        )
+        self._scopes.check_write(record.scope)
+        record_id = record.id
+        with self._write() as conn:
+            existing = fetch(conn, record_id, self._scopes)
+            if existing is not None:
+                return existing, False
+            old = None
+            if supersedes_id is not None:
+                old = require(conn, supersedes_id, self._scopes, for_update=True)
+                check_supersedable(conn, old, self._scopes)
+            if not allow_dangling:
+                refs.require_resolvable(conn, record.source_refs)
+            if not insert_record(conn, record):
+                # Another writer stored the same memory between our look and our insert.
+                return require(conn, record_id, self._scopes), False
+            if old is not None:
+                retire(conn, old, record_id, at)
+            return record, True
+
+    def add_many(
+        self, records: Iterable[Mapping[str, Any]], *, allow_dangling: bool = False
+    ) -> list[tuple[MemoryRecord, bool]]:
+        """Write many records in one transaction; `(record, created)` for each, in order.
+
+        Each mapping takes `add`'s keyword arguments except `supersedes_id` (a supersede is one
+        explicit operation). Every record is validated before anything is written, so a bad
+        one leaves the store unchanged. Records already stored, or repeated in the input, come
+        back unchanged with `created` False, exactly as `get_or_add` does.
+        """
+        at = now()
+        built: list[MemoryRecord] = []
+        for position, fields in enumerate(records):
+            if not isinstance(fields, Mapping):
+                raise InvalidInput(f"record {position}: must be a mapping of add's arguments")
+            if fields.get("supersedes_id") is not None:
+                raise InvalidInput(
+                    f"record {position}: add_many does not supersede; use supersede() for that"
+                )
+            unknown = set(fields) - _ADD_FIELDS
+            if unknown:
+                raise InvalidInput(
+                    f"record {position}: unknown field(s) {', '.join(sorted(unknown))}"
+                )
+            try:
+                built.append(_new_record(at, **fields))
+            except TypeError as exc:
+                raise InvalidInput(f"record {position}: kind and content are required") from exc
+            except InvalidInput as exc:
+                raise InvalidInput(f"record {position}: {exc.message}") from exc
+            try:
+                self._scopes.check_write(built[-1].scope)
+            except PolicyRefused as exc:
+                raise PolicyRefused(f"record {position}: {exc.message}") from exc
+        with self._write() as conn:
+            if not allow_dangling:
+                refs.require_resolvable(
+                    conn, [ref for record in built for ref in record.source_refs]
+                )
+            distinct = list({record.id: record for record in built}.values())
+            inserted = insert_records(conn, distinct)
+            stored = {r.id: r for r in distinct if r.id in inserted}
+            # Already stored (by an earlier add or another writer): read what is there.
+            stored.update(fetch_many(conn, {r.id for r in distinct if r.id not in inserted}))
+            results: list[tuple[MemoryRecord, bool]] = []
+            for record in built:
+                created = record.id in inserted
+                inserted.discard(record.id)  # a repeat within the input is not created twice
+                results.append((stored[record.id], created))
+            return results
+
+    def update(
+        self,
+        record_id: str,
+        *,
+        content: str | None = None,
+        priority: int | None = None,
+        urgency: int | None = None,
+        confidence: float | None = None,
+        expires_at: int | str | None = None,
+        clear_expiry: bool = False,
+        add_refs: Sequence[Any] | None = None,
+        remove_refs: Sequence[Any] | None = None,
+        allow_dangling: bool = False,
+    ) -> MemoryRecord:
+        """Revise fields in place: same id, `updated_at` bumped, the change in the history.
+
+        Scope and kind never change in place (that is a supersede). Values equal to the stored
+        ones change nothing, and an update that changes nothing writes nothing. A content that
+        would make the record identical to another stored one is refused.
+        """
+        changes: dict[str, Any] = {}
+        if content is not None:
+            changes["content"] = validation.content(content)
+        if priority is not None:
+            changes["priority"] = validation.percent("priority", priority)
+        if urgency is not None:
+            changes["urgency"] = validation.percent("urgency", urgency)
+        if confidence is not None:
+            changes["confidence"] = validation.confidence(confidence)
+        if expires_at is not None and clear_expiry:
+            raise InvalidInput("give either an expiry time or no expiry, not both")
+        if expires_at is not None:
+            changes["expires_at"] = validation.timestamp("expires_at", expires_at)
+        if clear_expiry:
+            changes["expires_at"] = None
+        adding = validation.source_refs(add_refs)
+        removing = validation.source_refs(remove_refs)
+        if not changes and not adding and not removing:
+            raise InvalidInput(
+                "nothing to update: give a content, priority, urgency, confidence, expiry, "
+                "or references to add or remove"
+            )
+        at = now()
+        with self._write() as conn:
+            record = require(conn, record_id, self._scopes, for_update=True)
+            if record.status == "superseded":
+                raise Conflict(
+                    f"memory {record_id} is superseded by "
+                    f"{successor_id(conn, record_id, self._scopes)}; update its successor instead"
+                )
+            if adding or removing:
+                changes["source_refs"] = _edited_refs(record, adding, removing)
+                new_refs = [ref for ref in adding if ref not in plain_refs(record.source_refs)]
+                if new_refs and not allow_dangling:
+                    refs.require_resolvable(conn, new_refs)
+            if changes.get("content", record.content) != record.content:
+                twin = memory_id(record.scope, record.kind, changes["content"])
+                if twin != record_id and fetch(conn, twin, self._scopes) is not None:
+                    raise Conflict(f"an identical memory is already stored as {twin}")
+            revised = _revised(record, changes, at)
+            before, after = history.diff(record, revised)
+            if not after:
+                return record
+            set_fields(conn, record_id, {name: changes[name] for name in after}, at)
+            if "content" in after:
+                fts.reindex(conn, record_id, revised.content)
+            if "source_refs" in after:
+                refs.replace(conn, record_id, revised.source_refs)
+            history.append(
+                conn, [history.entry(record_id, "updated", at, before=before, after=after)]
+            )
+            return revised
+
+    def supersede(
+        self,
+        old_id: str,
+        *,
+        content: str | None = None,
+        kind: str | None = None,
+        scope: str | None = None,
+        priority: int | None = None,
+        urgency: int | None = None,
+        confidence: float | None = None,
+        expires_at: int | str | None = None,
+        clear_expiry: bool = False,
+        source_refs: Sequence[Any] | None = None,
+        allow_dangling: bool = False,
+    ) -> MemoryRecord:
+        """Replace a record: the new one (fields not given are the old one's) gets
+        `supersedes_id`, the old one becomes `superseded`, both in one transaction.
+
+        Superseding a superseded record is an error that names its successor. The replacement
+        must differ from the old record in scope, kind or content, since those make the id.
+        """
+        given: dict[str, Any] = {
+            "content": None if content is None else validation.content(content),
+            "kind": None if kind is None else validation.kind(kind),
+            "scope": None if scope is None else validation.scope(scope),
+            "priority": validation.optional_percent("priority", priority),
+            "urgency": validation.optional_percent("urgency", urgency),
+            "confidence": validation.optional_confidence(confidence),
+        }
+        if expires_at is not None and clear_expiry:
+            raise InvalidInput("give either an expiry time or no expiry, not both")
+        new_expiry = validation.optional_timestamp("expires_at", expires_at)
+        new_refs = None if source_refs is None else validation.source_refs(source_refs)
+        if given["scope"] is not None:
+            self._scopes.check_write(given["scope"])
+        at = now()
+        with self._write() as conn:
+            old = require(conn, old_id, self._scopes, for_update=True)
+            check_supersedable(conn, old, self._scopes)
+            fields = {
+                name: getattr(old, name) if value is None else value
+                for name, value in given.items()
+            }
+            new_id = memory_id(fields["scope"], fields["kind"], fields["content"])
+            if new_id == old_id:
+                raise InvalidInput(
+                    f"the replacement would be identical to {old_id} (same scope, kind and "
+                    "content); change one of them, or use memory update for the other fields"
+                )
+            if fetch(conn, new_id, self._scopes) is not None:
+                raise Conflict(f"an identical memory is already stored as {new_id}")
+            if new_refs is not None and not allow_dangling:
+                refs.require_resolvable(conn, new_refs)
+            expiry = old.expires_at if new_expiry is None else new_expiry
+            record = MemoryRecord(
+                id=new_id,
+                status="active",
+                created_at=at,
+                updated_at=at,
+                expires_at=None if clear_expiry else expiry,
+                supersedes_id=old_id,
+                source_refs=old.source_refs if new_refs is None else freeze_refs(new_refs),
+                **fields,
+            )
+            if not insert_record(conn, record):
+                raise Conflict(f"an identical memory is already stored as {new_id}")
+            retire(conn, old, new_id, at)
+            return record
+
+
+_ADD_FIELDS = frozenset(
+    {
+        "kind",
+        "content",
+        "scope",
+        "priority",
+        "confidence",
+        "urgency",
+        "expires_at",
+        "supersedes_id",
+        "source_refs",
+    }
+)
+
+
+def _new_record(
+    at: int,
+    *,
+    kind: str,
+    content: str,
+    scope: str = "global",
+    priority: int = 50,
+    confidence: float = 1.0,
+    urgency: int = 0,
+    expires_at: int | str | None = None,
+    supersedes_id: str | None = None,
+    source_refs: Sequence[Any] | None = None,
+) -> MemoryRecord:
+    """A validated, not yet stored record, with its deterministic id."""
+    checked_kind = validation.kind(kind)
+    checked_content = validation.content(content)
+    checked_scope = validation.scope(scope)
+    return MemoryRecord(
+        id=memory_id(checked_scope, checked_kind, checked_content),
+        kind=checked_kind,
+        content=checked_content,
+        scope=checked_scope,
+        priority=validation.percent("priority", priority),
+        urgency=validation.percent("urgency", urgency),
+        confidence=validation.confidence(confidence),
+        status="active",
+        created_at=at,
+        updated_at=at,
+        expires_at=validation.optional_timestamp("expires_at", expires_at),
+        supersedes_id=supersedes_id,
+        source_refs=freeze_refs(validation.source_refs(source_refs)),
+    )
+
+
+def _edited_refs(
+    record: MemoryRecord, adding: list[dict[str, Any]], removing: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The record's references with some removed and some added, in a stable order.
+
+    A reference to remove matches a stored one that is equal to it, or, given as `TYPE:ID`,
+    any stored one with that type and id (which may carry more keys).
+    """
+    refs = plain_refs(record.source_refs)
+    for gone in removing:
+        matching = [
+            ref
+            for ref in refs
+            if ref == gone
+            or (
+                set(gone) == {"type", "id"}
+                and (ref.get("type"), ref.get("id"))
+                == (
+                    gone["type"],
+                    gone["id"],
+                )
+            )
+        ]
+        if not matching:
+            raise InvalidInput(f"memory {record.id} has no reference {_ref_text(gone)} to remove")
+        refs = [ref for ref in refs if ref not in matching]
+    return refs + [ref for ref in adding if ref not in refs]
+
+
+def _ref_text(ref: Mapping[str, Any]) -> str:
+    if set(ref) == {"type", "id"}:
+        return f"{ref['type']}:{ref['id']}"
+    return repr(dict(ref))
+
+
+def _revised(record: MemoryRecord, changes: Mapping[str, Any], at: int) -> MemoryRecord:
+    """The record with `changes` made at `at` (`history.diff` tells whether any field moved)."""
+    values = dict(changes)
+    if "source_refs" in values:
+        values["source_refs"] = freeze_refs(values["source_refs"])
+    return dataclasses.replace(record, **values, updated_at=at)

@@ -1,0 +1,5 @@
+"""What memory and evidence search share: reading a user's query into terms each engine can match.
+
+Pure Python with no imports from the rest of Lantern, so both domains (and the surfaces, for
+their help texts) can use it without loading a database layer.
+"""

@@ -1,0 +1,225 @@
+"""Declarative models: the schema as Python sees it.
+
+Alembic revisions create the schema; these models describe the result, and a test checks that
+the two agree on a new store and on an upgraded legacy one. The evidence tables keep the legacy
+format exactly (see the README's "Upgrading existing stores"), which is why their index name and
+nullable `metadata` columns look older than the rest. Full-text index tables are kept outside the
+models: they belong to each engine's search code (`lantern.evidence.search`, `lantern.memory.fts`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from sqlalchemy import (
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy import (
+    text as sql_text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from lantern.store.types import JSONText, UnixTime
+from lantern.validation import HISTORY_EVENTS, MEMORY_KINDS, STATUSES
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _in(values: tuple[str, ...]) -> str:
+    return ", ".join(f"'{value}'" for value in values)
+
+
+class Source(Base):
+    """Where evidence came from: a file, a transcript, a piped tool output."""
+
+    __tablename__ = "sources"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    uri: Mapped[str] = mapped_column(Text, unique=True)
+    kind: Mapped[str] = mapped_column(Text)
+    title: Mapped[str | None] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(Text)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column(
+        "metadata", JSONText(), server_default=sql_text("'{}'")
+    )
+    created_at: Mapped[int] = mapped_column(UnixTime)
+    updated_at: Mapped[int] = mapped_column(UnixTime)
+
+
+class Chunk(Base):
+    """A slice of a source's text, with its character offsets in the original."""
+
+    __tablename__ = "chunks"
+    __table_args__ = (
+        UniqueConstraint("source_id", "ordinal"),
+        Index("idx_chunks_source", "source_id"),
+    )
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    source_id: Mapped[str] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"))
+    ordinal: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    start_offset: Mapped[int | None] = mapped_column(Integer)
+    end_offset: Mapped[int | None] = mapped_column(Integer)
+    metadata_: Mapped[dict[str, Any] | None] = mapped_column(
+        "metadata", JSONText(), server_default=sql_text("'{}'")
+    )
+    created_at: Mapped[int] = mapped_column(UnixTime)
+
+
+class Entity(Base):
+    """A named thing mentioned in evidence (legacy generation 2)."""
+
+    __tablename__ = "entities"
+    __table_args__ = (UniqueConstraint("name", "kind"),)
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(Text)
+
+
+class ChunkEntity(Base):
+    """Which entities a chunk mentions (legacy generation 2)."""
+
+    __tablename__ = "chunk_entities"
+
+    chunk_id: Mapped[str] = mapped_column(
+        ForeignKey("chunks.id", ondelete="CASCADE"), primary_key=True
+    )
+    entity_id: Mapped[str] = mapped_column(
+        ForeignKey("entities.id", ondelete="CASCADE"), primary_key=True
+    )
+
+
+class Embedding(Base):
+    """A chunk's vector as little-endian float32 (legacy generation 2); kept, never computed."""
+
+    __tablename__ = "embeddings"
+
+    chunk_id: Mapped[str] = mapped_column(
+        ForeignKey("chunks.id", ondelete="CASCADE"), primary_key=True
+    )
+    model: Mapped[str] = mapped_column(Text)
+    dim: Mapped[int] = mapped_column(Integer)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class MemoryRecord(Base):
+    """An explicit, durable piece of state the agent runtime decided to keep."""
+
+    __tablename__ = "memory_records"
+    __table_args__ = (
+        CheckConstraint(f"kind IN ({_in(MEMORY_KINDS)})", name="kind"),
+        CheckConstraint(f"status IN ({_in(STATUSES)})", name="status"),
+        CheckConstraint("priority BETWEEN 0 AND 100", name="priority_range"),
+        CheckConstraint("urgency BETWEEN 0 AND 100", name="urgency_range"),
+        CheckConstraint("confidence >= 0.0 AND confidence <= 1.0", name="confidence_range"),
+        # A record is replaced at most once: its successor is unique.
+        Index("ix_memory_records_supersedes_id", "supersedes_id", unique=True),
+    )
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    kind: Mapped[str] = mapped_column(Text)
+    content: Mapped[str] = mapped_column(Text)
+    scope: Mapped[str] = mapped_column(Text, server_default=sql_text("'global'"))
+    priority: Mapped[int] = mapped_column(Integer, server_default=sql_text("50"))
+    urgency: Mapped[int] = mapped_column(Integer, server_default=sql_text("0"))
+    confidence: Mapped[float] = mapped_column(Float, server_default=sql_text("1.0"))
+    status: Mapped[str] = mapped_column(Text, server_default=sql_text("'active'"))
+    created_at: Mapped[int] = mapped_column(UnixTime)
+    updated_at: Mapped[int] = mapped_column(UnixTime)
+    expires_at: Mapped[int | None] = mapped_column(UnixTime)
+    supersedes_id: Mapped[str | None] = mapped_column(
+        ForeignKey("memory_records.id", ondelete="SET NULL")
+    )
+    source_refs: Mapped[list[dict[str, Any]]] = mapped_column(
+        JSONText(empty="[]"), server_default=sql_text("'[]'")
+    )
+
+
+# The default listing order, so `memory list` walks an index instead of sorting. Status words
+# sort alphabetically with `active` first, which is the order we want.
+_LIST_ORDER = (
+    MemoryRecord.priority.desc(),
+    MemoryRecord.urgency.desc(),
+    MemoryRecord.updated_at.desc(),
+    MemoryRecord.id,
+)
+Index("ix_memory_records_scope_order", MemoryRecord.scope, MemoryRecord.status, *_LIST_ORDER)
+Index("ix_memory_records_status_order", MemoryRecord.status, *_LIST_ORDER)
+# `memory expire` and `inspect` find active records past their expiry without a full scan.
+Index("ix_memory_records_status_expires_at", MemoryRecord.status, MemoryRecord.expires_at)
+
+
+class MemoryHistory(Base):
+    """One change to a memory record, appended and never rewritten.
+
+    Triggers (revision 0005) refuse every UPDATE, and every DELETE except of the earlier
+    entries of a record that has been forgotten, whose content must leave the store. `id`
+    never repeats (AUTOINCREMENT), so it orders the whole log. There is no foreign key to the
+    record on purpose: the `forgotten` entry outlives it.
+    """
+
+    __tablename__ = "memory_history"
+    __table_args__ = (
+        CheckConstraint(f"event IN ({_in(HISTORY_EVENTS)})", name="event"),
+        Index("ix_memory_history_record_id", "record_id", "id"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    record_id: Mapped[str] = mapped_column(Text)
+    event: Mapped[str] = mapped_column(Text)
+    at: Mapped[int] = mapped_column(UnixTime)
+    changes: Mapped[dict[str, Any]] = mapped_column(JSONText())
+
+
+class MemoryRef(Base):
+    """The `(type, id)` of each reference a memory record holds, for reverse lookups.
+
+    Derived from `memory_records.source_refs` by the repository in the same transaction, so
+    that "which memories cite this chunk" and "which references dangle" are index lookups
+    rather than a scan of every record's JSON.
+    """
+
+    __tablename__ = "memory_refs"
+    __table_args__ = (Index("ix_memory_refs_ref_type", "ref_type", "ref_id", "record_id"),)
+
+    record_id: Mapped[str] = mapped_column(
+        ForeignKey("memory_records.id", ondelete="CASCADE"), primary_key=True
+    )
+    ref_type: Mapped[str] = mapped_column(Text, primary_key=True)
+    ref_id: Mapped[str] = mapped_column(Text, primary_key=True)
+
+
+def _table(model: type[Base]) -> Table:
+    return cast(Table, model.__table__)
+
+
+sources = _table(Source)
+chunks = _table(Chunk)
+entities = _table(Entity)
+chunk_entities = _table(ChunkEntity)
+embeddings = _table(Embedding)
+memory_records = _table(MemoryRecord)
+memory_history = _table(MemoryHistory)
+memory_refs = _table(MemoryRef)

@@ -1,0 +1,579 @@
+"""Export and import: a whole store, or part of it, as JSON Lines (README, "Export format").
+
+The format is a contract, written so that exporting, importing into an empty store and exporting
+again gives the same bytes, on either engine:
+
+* UTF-8, one JSON object per line, each line ending in `\\n` (text keeps U+2028 and U+2029 as
+  they are, so read lines by `\\n` only); compact separators, non-ASCII text unescaped.
+* The first line is `{"type":"lantern_export","format":1}`.
+* Then, when evidence is exported: every `source` (by id), `chunk` (by source id, then
+  ordinal), `entity` (by id), `chunk_entity` (by chunk id, then entity id) and `embedding` (by
+  chunk id; the float32 vector as base64). Then, when memories are exported: every `memory` (by
+  id; the fields of `lantern memory show --json`) and every `history` entry (by record id, then
+  the order the entries were made; history entries carry no store-local id). Object keys inside
+  `metadata` and `changes` are in canonical order (PostgreSQL JSONB's), so exports of the same
+  data from SQLite and PostgreSQL agree.
+
+Import is one transaction (all or nothing) and idempotent by id: a source, chunk, entity,
+embedding or memory record the store already has is left as it is (with, for a source, its
+chunks, and for a record, its history), never merged. A record id the store knows only from a
+`forgotten` history entry counts as known. Search rows and reference rows are derived, never
+exported. Lines are imported in file order, so a chunk must follow its source, as exports write.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import IO, Any
+
+from sqlalchemy import Connection, String, Table, exists, select, update
+
+from lantern import validation
+from lantern.errors import InvalidInput
+from lantern.memory import fts as memory_fts
+from lantern.memory import history
+from lantern.memory import refs as memory_refs
+from lantern.memory.filters import scope_clause
+from lantern.memory.records import JSONObject
+from lantern.memory.rows import row_to_record
+from lantern.store.engine import Store
+from lantern.store.models import (
+    chunk_entities,
+    chunks,
+    embeddings,
+    entities,
+    memory_history,
+    memory_records,
+    sources,
+)
+
+FORMAT = 1
+HEADER_TYPE = "lantern_export"
+TYPES = ("source", "chunk", "entity", "chunk_entity", "embedding", "memory", "history")
+_BATCH = 500
+
+# Each line type: its fields in output order, and what each one accepts.
+_Check = Callable[[Any], bool]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_optional_int(value: Any) -> bool:
+    return value is None or _is_int(value)
+
+
+def _is_optional_str(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _is_object(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_any(_value: Any) -> bool:
+    return True
+
+
+FIELDS: dict[str, dict[str, _Check]] = {
+    "source": {
+        "id": _is_str,
+        "uri": _is_str,
+        "kind": _is_str,
+        "title": _is_optional_str,
+        "content_hash": _is_str,
+        "metadata": _is_object,
+        "created_at": _is_int,
+        "updated_at": _is_int,
+    },
+    "chunk": {
+        "id": _is_str,
+        "source_id": _is_str,
+        "ordinal": _is_int,
+        "text": _is_str,
+        "start_offset": _is_optional_int,
+        "end_offset": _is_optional_int,
+        "metadata": _is_object,
+        "created_at": _is_int,
+    },
+    "entity": {"id": _is_str, "name": _is_str, "kind": _is_str},
+    "chunk_entity": {"chunk_id": _is_str, "entity_id": _is_str},
+    "embedding": {"chunk_id": _is_str, "model": _is_str, "dim": _is_int, "vector": _is_str},
+    # Memory fields are checked by the same validation as `memory add`.
+    "memory": {
+        "id": _is_str,
+        "kind": _is_any,
+        "content": _is_any,
+        "scope": _is_any,
+        "priority": _is_any,
+        "urgency": _is_any,
+        "confidence": _is_any,
+        "status": _is_any,
+        "created_at": _is_int,
+        "updated_at": _is_int,
+        "expires_at": _is_optional_int,
+        "supersedes_id": _is_optional_str,
+        "source_refs": _is_any,
+    },
+    "history": {"record_id": _is_str, "event": _is_str, "at": _is_int, "changes": _is_object},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TransferReport:
+    """Lines per type written by an export (`added`), or added and skipped (already present)
+    by an import; every type is present, in the order of the format."""
+
+    added: Mapping[str, int]
+    skipped: Mapping[str, int]
+
+    @classmethod
+    def of(cls, added: Mapping[str, int], skipped: Mapping[str, int]) -> TransferReport:
+        return cls(
+            added=MappingProxyType({kind: added.get(kind, 0) for kind in TYPES}),
+            skipped=MappingProxyType({kind: skipped.get(kind, 0) for kind in TYPES}),
+        )
+
+    def to_json(self) -> JSONObject:
+        return {"added": dict(self.added), "skipped": dict(self.skipped)}
+
+
+def _line(kind: str, values: Mapping[str, Any]) -> bytes:
+    rendered = {"type": kind, **values}
+    text = json.dumps(rendered, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8") + b"\n"
+
+
+# --- export ----------------------------------------------------------------------------------
+
+
+def export_jsonl(
+    store: Store,
+    out: IO[bytes],
+    *,
+    scope: str | Iterable[str] | None = None,
+    memories: bool = True,
+    evidence: bool = True,
+) -> TransferReport:
+    """Write the store (evidence, memories, or both; memories of some scopes) to `out`.
+
+    `scope` filters memory records and their history as `memory list --scope` does (exact, or
+    a prefix ending in `*`); evidence has no scope and is written whole when asked for.
+    """
+    scopes = [validation.scope_pattern(value) for value in _as_list(scope)]
+    written: Counter[str] = Counter()
+    with store.read() as conn:
+        streaming = conn.execution_options(stream_results=True, yield_per=1_000)
+        out.write(_line(HEADER_TYPE, {"format": FORMAT}))
+        if evidence:
+            for kind, rows in _evidence_rows(streaming):
+                for values in rows:
+                    out.write(_line(kind, values))
+                    written[kind] += 1
+        if memories:
+            for kind, rows in _memory_rows(streaming, scopes):
+                for values in rows:
+                    out.write(_line(kind, values))
+                    written[kind] += 1
+    return TransferReport.of(written, {})
+
+
+def _by(conn: Connection, *columns: Any) -> list[Any]:
+    """Sort keys in code point order on both engines (PostgreSQL would use its collation)."""
+    if conn.dialect.name != "postgresql":
+        return list(columns)
+    return [
+        column.collate("C") if isinstance(column.type, String) else column for column in columns
+    ]
+
+
+def _evidence_rows(conn: Connection) -> Iterator[tuple[str, Iterable[JSONObject]]]:
+    yield (
+        "source",
+        (
+            {
+                **_plain(row, "id", "uri", "kind", "title", "content_hash"),
+                **_meta(row),
+                **_plain(row, "created_at", "updated_at"),
+            }
+            for row in conn.execute(select(sources).order_by(*_by(conn, sources.c.id)))
+        ),
+    )
+    yield (
+        "chunk",
+        (
+            {
+                **_plain(row, "id", "source_id", "ordinal", "text", "start_offset", "end_offset"),
+                **_meta(row),
+                "created_at": row.created_at,
+            }
+            for row in conn.execute(
+                select(chunks).order_by(*_by(conn, chunks.c.source_id, chunks.c.ordinal))
+            )
+        ),
+    )
+    yield (
+        "entity",
+        (
+            _plain(row, "id", "name", "kind")
+            for row in conn.execute(select(entities).order_by(*_by(conn, entities.c.id)))
+        ),
+    )
+    yield (
+        "chunk_entity",
+        (
+            _plain(row, "chunk_id", "entity_id")
+            for row in conn.execute(
+                select(chunk_entities).order_by(
+                    *_by(conn, chunk_entities.c.chunk_id, chunk_entities.c.entity_id)
+                )
+            )
+        ),
+    )
+    yield (
+        "embedding",
+        (
+            {
+                **_plain(row, "chunk_id", "model", "dim"),
+                "vector": base64.b64encode(bytes(row.vector)).decode("ascii"),
+            }
+            for row in conn.execute(select(embeddings).order_by(*_by(conn, embeddings.c.chunk_id)))
+        ),
+    )
+
+
+def _memory_rows(
+    conn: Connection, scopes: list[tuple[str, bool]]
+) -> Iterator[tuple[str, Iterable[JSONObject]]]:
+    records = select(memory_records).order_by(*_by(conn, memory_records.c.id))
+    entries = select(memory_history).order_by(
+        *_by(conn, memory_history.c.record_id, memory_history.c.id)
+    )
+    if scopes:
+        in_scope = scope_clause(conn.dialect.name, scopes)
+        records = records.where(in_scope)
+        entries = entries.where(
+            memory_history.c.record_id.in_(select(memory_records.c.id).where(in_scope))
+        )
+    yield "memory", (row_to_record(row).to_json() for row in conn.execute(records))
+    yield (
+        "history",
+        (
+            {
+                "record_id": row.record_id,
+                "event": row.event,
+                "at": row.at,
+                "changes": validation.canonical_json(row.changes),
+            }
+            for row in conn.execute(entries)
+        ),
+    )
+
+
+def _plain(row: Any, *names: str) -> JSONObject:
+    return {name: getattr(row, name) for name in names}
+
+
+def _meta(row: Any) -> JSONObject:
+    value = row.metadata
+    return {"metadata": validation.canonical_json(value if isinstance(value, dict) else {})}
+
+
+def _as_list(value: str | Iterable[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+# --- import ----------------------------------------------------------------------------------
+
+
+def import_jsonl(store: Store, source: IO[bytes]) -> TransferReport:
+    """Add what `source` holds and the store does not, in one transaction.
+
+    Every line is checked as it is read, so an error names its line; rows are then inserted in
+    batches of one type. Any error leaves the store as it was.
+    """
+    with store.write() as conn:
+        importer = _Importer(conn)
+        for number, raw in enumerate(source, start=1):
+            try:
+                importer.read_line(number, raw)
+            except InvalidInput as exc:
+                raise InvalidInput(f"line {number}: {exc.message}") from exc
+        if not importer.header_seen:
+            raise InvalidInput("the file is empty: a Lantern export starts with a header line")
+        importer.finish()
+        return TransferReport.of(importer.added, importer.skipped)
+
+
+Batch = list[tuple[int, JSONObject]]
+
+
+class _Importer:
+    """Checks lines in order and inserts them in batches of one type at a time."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.added: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.header_seen = False
+        self.batch_type: str | None = None
+        self.batch: Batch = []
+        self.skipped_sources: set[str] = set()
+        self.skipped_chunks: set[str] = set()
+        self.memory_lines: set[str] = set()
+        # Memory ids decided so far: True when this import adds the record and its history.
+        self.record_added: dict[str, bool] = {}
+        self.links: list[tuple[int, str, str]] = []
+
+    def read_line(self, number: int, raw: bytes) -> None:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput("not UTF-8 text") from exc
+        if not text.strip():
+            return
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"not a JSON object ({exc.msg})") from exc
+        if not isinstance(value, dict):
+            raise InvalidInput("not a JSON object")
+        kind = value.pop("type", None)
+        if not self.header_seen:
+            self._header(kind, value)
+            return
+        if kind not in FIELDS:
+            raise InvalidInput(f"unknown line type {kind!r}; expected one of {', '.join(TYPES)}")
+        _check_fields(kind, value)
+        value = self._checked(kind, value)
+        if kind != self.batch_type or len(self.batch) >= _BATCH:
+            self._flush()
+            self.batch_type = kind
+        self.batch.append((number, value))
+
+    def _header(self, kind: Any, value: JSONObject) -> None:
+        if kind != HEADER_TYPE:
+            raise InvalidInput(
+                f'not a Lantern export: the first line must be {{"type":"{HEADER_TYPE}",...}}'
+            )
+        found = value.get("format")
+        if found != FORMAT:
+            raise InvalidInput(
+                f"export format {found!r} is not one this Lantern reads (format {FORMAT})"
+            )
+        self.header_seen = True
+
+    def _checked(self, kind: str, values: JSONObject) -> JSONObject:
+        """Field values as they will be stored, checked by the rules `memory add` uses."""
+        if kind in ("source", "chunk"):
+            return {**values, "metadata": validation.canonical_json(values["metadata"])}
+        if kind == "embedding":
+            try:
+                vector = base64.b64decode(values["vector"], validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise InvalidInput("embedding vector is not base64") from exc
+            return {**values, "vector": vector}
+        if kind == "memory":
+            record = _memory_values(values)
+            if record["id"] in self.memory_lines:
+                raise InvalidInput(f"memory {record['id']} appears twice in the file")
+            self.memory_lines.add(record["id"])
+            return record
+        if kind == "history":
+            validation.memory_record_id(values["record_id"])
+            validation.choice("event", values["event"], validation.HISTORY_EVENTS)
+            validation.timestamp("at", values["at"])
+            return {**values, "changes": validation.canonical_json(values["changes"])}
+        return values
+
+    def finish(self) -> None:
+        self._flush()
+        self._link_supersedes()
+
+    def _flush(self) -> None:
+        batch, self.batch = self.batch, []
+        if batch:
+            {
+                "source": self._add_sources,
+                "chunk": self._add_chunks,
+                "entity": self._add_entities,
+                "chunk_entity": self._add_chunk_entities,
+                "embedding": self._add_embeddings,
+                "memory": self._add_memories,
+                "history": self._add_history,
+            }[str(self.batch_type)](batch)
+
+    def _count(self, kind: str, added: int, total: int) -> None:
+        self.added[kind] += added
+        self.skipped[kind] += total - added
+
+    def _present(self, column: Any, keys: Iterable[str]) -> set[str]:
+        keys = list(keys)
+        found: set[str] = set()
+        for start in range(0, len(keys), _BATCH):
+            chunk_of_keys = keys[start : start + _BATCH]
+            found.update(
+                self.conn.execute(select(column).where(column.in_(chunk_of_keys))).scalars()
+            )
+        return found
+
+    def _insert(self, table: Table, rows: list[JSONObject]) -> None:
+        if rows:
+            self.conn.execute(table.insert(), rows)
+
+    def _add_sources(self, batch: Batch) -> None:
+        present = self._present(sources.c.id, (values["id"] for _n, values in batch))
+        new = [values for _n, values in batch if values["id"] not in present]
+        self.skipped_sources |= present
+        self._insert(sources, new)
+        self._count("source", len(new), len(batch))
+
+    def _add_chunks(self, batch: Batch) -> None:
+        # A source the store had keeps its own chunks: none of the file's are added to it.
+        candidates = [v for _n, v in batch if v["source_id"] not in self.skipped_sources]
+        present = self._present(chunks.c.id, (values["id"] for values in candidates))
+        new = [values for values in candidates if values["id"] not in present]
+        self.skipped_chunks |= {values["id"] for _n, values in batch} - {v["id"] for v in new}
+        self._insert(chunks, new)
+        self._count("chunk", len(new), len(batch))
+
+    def _add_entities(self, batch: Batch) -> None:
+        present = self._present(entities.c.id, (values["id"] for _n, values in batch))
+        new = [values for _n, values in batch if values["id"] not in present]
+        self._insert(entities, new)
+        self._count("entity", len(new), len(batch))
+
+    def _add_chunk_entities(self, batch: Batch) -> None:
+        candidates = [v for _n, v in batch if v["chunk_id"] not in self.skipped_chunks]
+        linked = {
+            (row.chunk_id, row.entity_id)
+            for start in range(0, len(candidates), _BATCH)
+            for row in self.conn.execute(
+                select(chunk_entities).where(
+                    chunk_entities.c.chunk_id.in_(
+                        [v["chunk_id"] for v in candidates[start : start + _BATCH]]
+                    )
+                )
+            )
+        }
+        new = [v for v in candidates if (v["chunk_id"], v["entity_id"]) not in linked]
+        self._insert(chunk_entities, new)
+        self._count("chunk_entity", len(new), len(batch))
+
+    def _add_embeddings(self, batch: Batch) -> None:
+        candidates = [v for _n, v in batch if v["chunk_id"] not in self.skipped_chunks]
+        present = self._present(embeddings.c.chunk_id, (v["chunk_id"] for v in candidates))
+        new = [values for values in candidates if values["chunk_id"] not in present]
+        self._insert(embeddings, new)
+        self._count("embedding", len(new), len(batch))
+
+    def _known(self, record_id: str) -> bool:
+        """Whether the store had this memory id before the import: as a record, or in history
+        only (a forgotten record)."""
+        for condition in (
+            memory_records.c.id == record_id,
+            memory_history.c.record_id == record_id,
+        ):
+            if self.conn.execute(select(exists().where(condition))).scalar():
+                return True
+        return False
+
+    def _add_memories(self, batch: Batch) -> None:
+        new: list[JSONObject] = []
+        for number, record in batch:
+            added = not self._known(record["id"])
+            self.record_added[record["id"]] = added
+            if not added:
+                continue
+            if record["supersedes_id"] is not None:
+                self.links.append((number, record["id"], record["supersedes_id"]))
+            new.append({**record, "supersedes_id": None})
+        self._insert(memory_records, new)
+        memory_fts.index(self.conn, [(r["id"], r["content"]) for r in new])
+        memory_refs.write(self.conn, [(r["id"], r["source_refs"]) for r in new])
+        self._count("memory", len(new), len(batch))
+
+    def _add_history(self, batch: Batch) -> None:
+        new: list[JSONObject] = []
+        for _number, values in batch:
+            record_id = values["record_id"]
+            if record_id not in self.record_added:
+                self.record_added[record_id] = not self._known(record_id)
+            if self.record_added[record_id]:
+                new.append(values)
+        history.append(self.conn, new)
+        self._count("history", len(new), len(batch))
+
+    def _link_supersedes(self) -> None:
+        """Set `supersedes_id` once every record is in, so the order of records does not
+        matter (the foreign key is checked at once on SQLite)."""
+        for number, record_id, target in self.links:
+            if not self.conn.execute(
+                select(exists().where(memory_records.c.id == target))
+            ).scalar():
+                raise InvalidInput(
+                    f"line {number}: memory {record_id} supersedes {target}, which is neither "
+                    "in the file nor in the store"
+                )
+            successor = self.conn.execute(
+                select(memory_records.c.id).where(memory_records.c.supersedes_id == target)
+            ).scalar_one_or_none()
+            if successor is not None:
+                raise InvalidInput(
+                    f"line {number}: memory {record_id} supersedes {target}, which "
+                    f"{successor} already supersedes"
+                )
+            self.conn.execute(
+                update(memory_records)
+                .where(memory_records.c.id == record_id)
+                .values(supersedes_id=target)
+            )
+
+
+def _check_fields(kind: str, values: JSONObject) -> None:
+    expected = FIELDS[kind]
+    missing = [name for name in expected if name not in values]
+    unknown = [name for name in values if name not in expected]
+    if missing or unknown:
+        problems = []
+        if missing:
+            problems.append(f"missing {', '.join(missing)}")
+        if unknown:
+            problems.append(f"unknown {', '.join(unknown)}")
+        raise InvalidInput(f"{kind} line: {'; '.join(problems)}")
+    for name, check in expected.items():
+        if not check(values[name]):
+            raise InvalidInput(f"{kind} line: {name} has the wrong type ({values[name]!r})")
+
+
+def _memory_values(values: JSONObject) -> JSONObject:
+    return {
+        "id": validation.memory_record_id(values["id"]),
+        "kind": validation.kind(values["kind"]),
+        "content": validation.content(values["content"]),
+        "scope": validation.scope(values["scope"]),
+        "priority": validation.percent("priority", values["priority"]),
+        "urgency": validation.percent("urgency", values["urgency"]),
+        "confidence": validation.confidence(values["confidence"]),
+        "status": validation.choice("status", values["status"], validation.STATUSES),
+        "created_at": validation.timestamp("created_at", values["created_at"]),
+        "updated_at": validation.timestamp("updated_at", values["updated_at"]),
+        "expires_at": validation.optional_timestamp("expires_at", values["expires_at"]),
+        "supersedes_id": None
+        if values["supersedes_id"] is None
+        else validation.memory_record_id(values["supersedes_id"]),
+        "source_refs": validation.source_refs(values["source_refs"]),
+    }
