@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lantern.ids import chunk_id, source_id
+from lantern.store.ids import chunk_id, source_id
 from tests.doc_examples import DOC_HOME, Command, Example, examples, mismatch
 from tests.helpers import REPO_ROOT
 
