@@ -23,6 +23,7 @@ class LanternError(Exception):
 
     @property
     def message(self) -> str:
+        """The one-line message, as the CLI prints it after `Error: `."""
         return str(self.args[0])
 
 

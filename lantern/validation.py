@@ -25,7 +25,7 @@ MEMORY_KINDS = (
 )
 STATUSES = ("active", "archived", "superseded")
 STATUS_FILTERS = (*STATUSES, "all")
-# What happened to a record, as the history table records it (README, "History").
+# What happened to a record, as the history table records it (docs/memory.md, "History").
 HISTORY_EVENTS = (
     "created",
     "updated",

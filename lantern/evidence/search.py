@@ -5,7 +5,7 @@ kept current by the `chunks_ai`/`chunks_ad`/`chunks_au` triggers); PostgreSQL fr
 `chunks.text_tsv` column and its GIN index (revision 0004). Neither index is in the models: they
 belong here.
 
-Ranking (the README's "Ranking" explains it to users):
+Ranking (docs/search.md, "Ranking", explains it to users):
 
 * SQLite: BM25 (`bm25(chunks_fts)`, k1 = 1.2, b = 0.75), negated so that higher is better. It
   weighs rare words above common ones (corpus statistics) and favours shorter chunks.

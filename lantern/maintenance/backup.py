@@ -21,6 +21,7 @@ class BackupReport:
     revision: str | None
 
     def to_json(self) -> JSONObject:
+        """The report as `db backup --json` prints it."""
         return {"path": str(self.path), "size_bytes": self.size_bytes, "revision": self.revision}
 
 

@@ -75,6 +75,7 @@ class CheckResult:
     problems: tuple[str, ...] = ()
 
     def to_json(self) -> JSONObject:
+        """`{"name", "status", "problems"}`."""
         return {"name": self.name, "status": self.status, "problems": list(self.problems)}
 
 
@@ -89,6 +90,7 @@ class HealthReport:
 
     @property
     def healthy(self) -> bool:
+        """True when no check failed (a skipped check does not make a store unhealthy)."""
         return all(check.status != "failed" for check in self.checks)
 
     @property
@@ -102,6 +104,7 @@ class HealthReport:
         ]
 
     def to_json(self) -> JSONObject:
+        """The report as `db check --json` prints it."""
         return {
             "url": self.url,
             "path": None if self.path is None else str(self.path),

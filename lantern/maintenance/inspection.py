@@ -45,6 +45,7 @@ class Inspection:
     last_write_at: int | None
 
     def to_json(self) -> JSONObject:
+        """The summary as `inspect --json` prints it."""
         return {
             "url": self.url,
             "path": None if self.path is None else str(self.path),

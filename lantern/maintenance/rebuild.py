@@ -24,6 +24,7 @@ class RebuildReport:
     references: int
 
     def to_json(self) -> JSONObject:
+        """The report as `db rebuild-index --json` prints it."""
         return {
             "indexes": list(self.indexes),
             "chunks": self.chunks,

@@ -36,6 +36,7 @@ class MemoryReads(RepositoryCore):
     """Finds and explains records."""
 
     def get(self, record_id: str) -> MemoryRecord:
+        """The record with this id; `NotFound` if there is none (or it is outside the scopes)."""
         with self._store.read() as conn:
             return require(conn, record_id, self._scopes)
 

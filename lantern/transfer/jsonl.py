@@ -1,4 +1,4 @@
-"""Export and import: a whole store, or part of it, as JSON Lines (README, "Export format").
+"""Export and import: a whole store, or part of it, as JSON Lines (docs/json.md, "Export format").
 
 The format is a contract, written so that exporting, importing into an empty store and exporting
 again gives the same bytes, on either engine:
@@ -146,6 +146,7 @@ class TransferReport:
         )
 
     def to_json(self) -> JSONObject:
+        """The counts as `import --json` prints them."""
         return {"added": dict(self.added), "skipped": dict(self.skipped)}
 
 
