@@ -37,6 +37,9 @@ HISTORY_EVENTS = (
 )
 SEARCH_ORDERS = ("relevance", "policy")
 
+JSONObject = dict[str, Any]
+"""A JSON object as Lantern stores and returns it (metadata, references, every `to_json()`)."""
+
 MAX_CONTENT_CHARS = 100_000
 MAX_SCOPE_CHARS = 512
 MAX_REF_CHARS = 4_096

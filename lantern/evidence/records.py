@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from lantern.memory.records import JSONObject
+from lantern.validation import JSONObject
 
 
 def freeze_metadata(value: object) -> Mapping[str, Any]:

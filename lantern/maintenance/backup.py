@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lantern.errors import InvalidInput
-from lantern.memory.records import JSONObject
 from lantern.store import migrations
 from lantern.store.engine import Store
+from lantern.validation import JSONObject
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,11 +39,11 @@ from sqlalchemy.exc import DBAPIError
 from lantern.errors import NotAStore, StoreIOError
 from lantern.memory import fts as memory_fts
 from lantern.memory import refs as memory_refs
-from lantern.memory.records import JSONObject
 from lantern.store import migrations
 from lantern.store.engine import Store, translate
 from lantern.store.models import Base, memory_records
 from lantern.store.models import memory_refs as refs_table
+from lantern.validation import JSONObject
 
 CHECKS = (
     "integrity",

@@ -8,10 +8,10 @@ from sqlalchemy import delete, func, select
 
 from lantern.memory import fts as memory_fts
 from lantern.memory import refs as memory_refs
-from lantern.memory.records import JSONObject
 from lantern.store.engine import Store
 from lantern.store.models import memory_records
 from lantern.store.models import memory_refs as refs_table
+from lantern.validation import JSONObject
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-JSONObject = dict[str, Any]
+from lantern.validation import JSONObject
 
 
 def freeze_refs(refs: list[dict[str, Any]]) -> tuple[Mapping[str, Any], ...]:

@@ -40,7 +40,6 @@ from lantern.memory import fts as memory_fts
 from lantern.memory import history
 from lantern.memory import refs as memory_refs
 from lantern.memory.filters import scope_clause
-from lantern.memory.records import JSONObject
 from lantern.memory.rows import row_to_record
 from lantern.store.engine import Store
 from lantern.store.models import (
@@ -52,6 +51,7 @@ from lantern.store.models import (
     memory_records,
     sources,
 )
+from lantern.validation import JSONObject
 
 FORMAT = 1
 HEADER_TYPE = "lantern_export"
