@@ -24,7 +24,7 @@ from lantern.embeddings.registry import (
 from lantern.errors import EmbeddingFailed, InvalidInput
 from tests.helpers import REPO_ROOT
 
-BUILT_IN = ["hashing", "minilm"]
+BUILT_IN = ["hashing", "minilm", "openai-compatible"]
 
 
 def _python(
@@ -74,8 +74,8 @@ def test_the_name_comes_from_the_caller_then_the_environment_then_the_store(
 ) -> None:
     assert provider_name() == "minilm"
     assert provider_name(store_default="hashing") == "hashing"
-    monkeypatch.setenv(ENV_MODEL, "minilm")
-    assert provider_name(store_default="hashing") == "minilm"
+    monkeypatch.setenv(ENV_MODEL, "openai-compatible")
+    assert provider_name(store_default="hashing") == "openai-compatible"
     assert provider_name("hashing", store_default="minilm") == "hashing"
     monkeypatch.setenv(ENV_MODEL, "  ")
     assert provider_name(" ", store_default="hashing") == "hashing"
@@ -95,7 +95,9 @@ def test_the_environment_variable_selects_the_provider(monkeypatch: pytest.Monke
 def test_an_unknown_name_lists_the_available_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(InvalidInput) as raised:
         resolve_provider("bert")
-    assert raised.value.message == ("unknown embedding provider 'bert'; available: hashing, minilm")
+    assert raised.value.message == (
+        "unknown embedding provider 'bert'; available: hashing, minilm, openai-compatible"
+    )
     monkeypatch.setenv(ENV_MODEL, "nomic")
     with pytest.raises(InvalidInput, match="unknown embedding provider 'nomic'"):
         resolve_provider()

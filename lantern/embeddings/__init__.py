@@ -9,6 +9,7 @@ vectors and compares them; storing them is the store's business.
   which one to use (`resolve_provider`).
 - `minilm`: the default, all-MiniLM-L6-v2 as an int8 ONNX file, run locally.
 - `hashing`: a deterministic stand-in that needs no model (not semantic).
+- `remote`: any server that speaks the OpenAI-compatible `/v1/embeddings` protocol.
 - `vectors`: the stored byte format and a deterministic top-k by cosine.
 
 Nothing here imports numpy, onnxruntime or tokenizers until vectors are asked for, so that
