@@ -372,3 +372,28 @@ def test_choosing_a_provider_does_not_load_it() -> None:
     )
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == [[], ["numpy", "onnxruntime", "tokenizers"]]
+
+
+def test_the_manuals_provider_example_works_as_written(tmp_path: Path) -> None:
+    manual = (REPO_ROOT / "docs" / "embeddings.md").read_text(encoding="utf-8")
+    blocks = manual.split("```")
+    toml = next(b for b in blocks if b.startswith("toml\n") and "lantern_letters" in b)
+    module = next(b for b in blocks if b.startswith('python\n"""lantern_letters.py'))
+    name, target = (part.strip().strip('"') for part in toml.splitlines()[2].split("="))
+    site = _distribution(
+        tmp_path, "lantern_letters", {name: target}, module.removeprefix("python\n")
+    )
+    ran = _python(
+        """
+        import json
+        from lantern.embeddings.provider import embed_checked
+        from lantern.embeddings.registry import resolve_provider
+        provider = resolve_provider()
+        vectors = embed_checked(provider, ["abc", "cab", "xyz", ""])
+        print(json.dumps([provider.model, (vectors @ vectors[0]).round(4).tolist()]))
+        """,
+        path=[site],
+        LANTERN_EMBED_MODEL="letters",
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == ["letters-v1", [1.0, 1.0, 0.0, 0.0]]
