@@ -76,6 +76,15 @@ def test_a_batch_gives_the_same_vectors_as_one_by_one(provider: MiniLMProvider) 
     assert np.abs(together - alone).max() < 1e-5
 
 
+def test_a_list_longer_than_a_tokenizer_slice_keeps_its_order(
+    provider: MiniLMProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [f"note {i}: " + "word " * (i % 9) for i in range(11)]
+    whole = provider.embed(texts)
+    monkeypatch.setattr(minilm, "TOKENIZE_SLICE", 4)
+    assert np.abs(provider.embed(texts) - whole).max() < 1e-5
+
+
 def test_batches_stay_within_their_bounds() -> None:
     lengths = [256] * 20 + [10] * 70 + [3]
     batches = minilm._batches(lengths)

@@ -58,6 +58,7 @@ MODULES = ("numpy", "onnxruntime", "tokenizers")
 # 420 MB of resident memory at 1,024 tokens a batch, 600 MB at 2,048, 900 MB at 4,096).
 BATCH_ROWS = 16
 BATCH_TOKENS = 1024
+TOKENIZE_SLICE = 1024
 MAX_THREADS = 2
 
 
@@ -92,24 +93,26 @@ class MiniLMProvider:
         if not listed:
             return vectors
         loaded = _load(self._model_path)
-        encodings = loaded.tokenizer.encode_batch(listed)
-        ids = [encoding.ids for encoding in encodings]
-        for batch in _batches([len(row) for row in ids]):
-            width = max(len(ids[i]) for i in batch)
-            input_ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, i in enumerate(batch):
-                input_ids[row, : len(ids[i])] = ids[i]
-                mask[row, : len(ids[i])] = 1
-            (hidden,) = loaded.session.run(
-                ["last_hidden_state"],
-                {
-                    "input_ids": input_ids,
-                    "attention_mask": mask,
-                    "token_type_ids": np.zeros_like(input_ids),
-                },
-            )
-            vectors[batch] = _mean_pool(hidden, mask)
+        # Tokenized a slice at a time, so that a long list does not hold every text's tokens.
+        for start in range(0, len(listed), TOKENIZE_SLICE):
+            encodings = loaded.tokenizer.encode_batch(listed[start : start + TOKENIZE_SLICE])
+            ids = [encoding.ids for encoding in encodings]
+            for batch in _batches([len(row) for row in ids]):
+                width = max(len(ids[i]) for i in batch)
+                input_ids = np.zeros((len(batch), width), dtype=np.int64)
+                mask = np.zeros((len(batch), width), dtype=np.int64)
+                for row, i in enumerate(batch):
+                    input_ids[row, : len(ids[i])] = ids[i]
+                    mask[row, : len(ids[i])] = 1
+                (hidden,) = loaded.session.run(
+                    ["last_hidden_state"],
+                    {
+                        "input_ids": input_ids,
+                        "attention_mask": mask,
+                        "token_type_ids": np.zeros_like(input_ids),
+                    },
+                )
+                vectors[[start + i for i in batch]] = _mean_pool(hidden, mask)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         np.divide(vectors, np.maximum(norms, 1e-12), out=vectors)
         return vectors
