@@ -21,6 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "lantern.loading": set(),
     "lantern.validation": {"lantern.errors"},
     "lantern.retrieval": set(),
+    "lantern.embeddings": LEAVES,
     "lantern.store": LEAVES,
     "lantern.memory": LEAVES | {"lantern.store", "lantern.retrieval"},
     "lantern.evidence": LEAVES | {"lantern.store", "lantern.retrieval"},
