@@ -13,6 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 import sqlalchemy
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from click.testing import CliRunner
+from jsonschema import Draft202012Validator
 from mcp import ClientSession, StdioServerParameters, stdio_client, types
 
 from lantern.cli import cli
@@ -68,12 +70,19 @@ class McpClient:
         return self.portal.call(self.session.call_tool, name, arguments or {})
 
     def ok(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The structured result of a call that must succeed (checked against its text)."""
+        """The structured result of a call that must succeed, checked against its text and
+        against the output schema the tool declares."""
         result = self.call(name, arguments)
         assert not result.is_error, texts(result)
         assert result.structured_content is not None
         assert json.loads(texts(result)[0]) == result.structured_content
+        check_output(self.output_schemas, name, result.structured_content)
         return result.structured_content
+
+    @cached_property
+    def output_schemas(self) -> dict[str, dict[str, Any]]:
+        schemas = {name: tool.output_schema for name, tool in self.tools().items()}
+        return {name: schema for name, schema in schemas.items() if schema is not None}
 
     def error(self, name: str, arguments: dict[str, Any] | None = None) -> str:
         """The one-line message of a call that must fail as a tool error."""
@@ -82,6 +91,13 @@ class McpClient:
         [message] = texts(result)
         assert "\n" not in message and message
         return message
+
+
+def check_output(schemas: dict[str, dict[str, Any]], name: str, result: dict[str, Any]) -> None:
+    """Every tool declares an output schema, and its result validates against it."""
+    assert name in schemas, f"{name} declares no output schema"
+    errors = list(Draft202012Validator(schemas[name]).iter_errors(result))
+    assert not errors, f"{name}: {errors[0].message} at {list(errors[0].absolute_path)}"
 
 
 def texts(result: types.CallToolResult) -> list[str]:

@@ -192,6 +192,7 @@ def _tool(spec: ToolSpec) -> types.Tool:
         title=spec.title,
         description=spec.description,
         input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
         annotations=types.ToolAnnotations(
             title=spec.title,
             read_only_hint=not spec.writes,
