@@ -87,3 +87,11 @@ class MissingDependency(LanternError):
 
     exit_code = 1
     code = "missing_dependency"
+
+
+class WriteAbandoned(LanternError):
+    """A write rolled back because its caller gave up on it before it committed (an MCP
+    client cancelled the call, or the server is shutting down); nothing was written."""
+
+    exit_code = 1
+    code = "abandoned"

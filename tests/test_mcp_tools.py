@@ -26,7 +26,7 @@ from lantern.evidence import repository as evidence_repository
 from lantern.evidence.files import MAX_FILE_BYTES
 from lantern.evidence.repository import EvidenceRepository
 from lantern.mcpserver import arguments, evidence_tools
-from lantern.mcpserver.server import TOOLS, StoreHandle, build_server
+from lantern.mcpserver.server import TOOLS, Access, StoreHandle, build_server
 from lantern.mcpserver.wire import clean_text, repaired
 from lantern.memory.repository import MemoryRepository
 
@@ -216,11 +216,11 @@ class _Broken:
 async def _calls(
     open_store: Callable[[], Any], calls: list[tuple[str, dict[str, Any]]], *, read_only: bool
 ) -> tuple[list[str], list[types.CallToolResult | MCPError]]:
-    handle = StoreHandle(open_store)
+    handle = StoreHandle(open_store, Access(read_only=read_only))
     await handle.open()
     results: list[types.CallToolResult | MCPError] = []
     try:
-        async with Client(build_server(handle, read_only=read_only), mode="legacy") as client:
+        async with Client(build_server(handle), mode="legacy") as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             for name, given in calls:
                 try:
