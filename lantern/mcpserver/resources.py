@@ -60,8 +60,7 @@ TEMPLATES = (
         "source/{id}",
         "evidence-source",
         "Evidence source",
-        "An evidence source with the first page of its chunks, as lantern_source_show "
-        "returns it.",
+        "An evidence source with the first page of its chunks, as lantern_source_show returns it.",
         "lantern_source_show",
     ),
     _template(
