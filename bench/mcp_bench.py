@@ -23,7 +23,8 @@ What each row measures (milliseconds, median and 95th percentile):
 - `mcp start to initialize answered` and `mcp start to first tool result (a search)`: spawning
   `lantern mcp` until the handshake is answered, and until a first `lantern_memory_search`
   made right after it returns; beside `python -c "import mcp"` in a fresh interpreter, what
-  any server on the SDK pays before it can answer. `mcp floor start to first tool result` is the floor server's.
+  any server on the SDK pays before it can answer. `mcp floor start to first tool result` is
+  the floor server's.
 
 Rows are dicts with the fields of `bench/run.py`'s `Result`: the floor is in `raw_p50` and
 `raw_p95`. Stores are `bench/run.py`'s memory stores (`build_memory_store`): the same
