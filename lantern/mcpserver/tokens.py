@@ -17,6 +17,7 @@ This module imports neither the MCP SDK nor SQLAlchemy: the `token` commands sta
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import hmac
@@ -96,11 +97,13 @@ def read(path: Path) -> list[Grant]:
         with open(path, "rb") as handle:
             _check_private(path, os.fstat(handle.fileno()))
             raw = handle.read()
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, NotADirectoryError) as exc:
         raise NotFound(
             f"no token file at {path}: create one with lantern mcp token add --tokens {path}"
         ) from exc
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise InvalidInput(f"the token file's name is too long: {str(path)[:60]}…") from exc
         raise StoreIOError(f"cannot read the token file {path}: {exc.strerror}") from exc
     return _parse(path, raw)
 
@@ -109,6 +112,8 @@ def add(
     path: Path, label: str, *, scopes: Sequence[str] = (), read_only: bool = False
 ) -> tuple[str, Grant]:
     """A new token for `label` (returned once, in clear) and its stored entry."""
+    if len(path.name.encode()) > 200:
+        raise InvalidInput(f"the token file's name is too long: {str(path)[:60]}…")
     checked = _label(label)
     patterns = tuple(dict.fromkeys(scopes))
     ScopePolicy.of(patterns)  # the patterns' own messages, before anything is written
@@ -127,6 +132,7 @@ def add(
 
 def revoke(path: Path, label: str) -> Grant:
     """Remove the token of this label; a running server refuses it from its next request."""
+    read(path)  # a missing file is reported before anything is created beside it
     with _locked(path):
         grants = read(path)
         kept = [grant for grant in grants if grant.label != label]
