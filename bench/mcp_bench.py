@@ -1,5 +1,5 @@
-"""MCP over stdio: `lantern mcp` beside the SDK's own floor, measured by the SDK's client in the
-same run.
+"""MCP over stdio and Streamable HTTP: `lantern mcp` beside the SDK's own floor, measured by the
+SDK's client in the same run.
 
     from mcp_bench import bench_mcp           # with bench/ on sys.path, as for bench/run.py
     rows = bench_mcp(work, sizes=[10_000, 100_000], repeat=200)
@@ -15,10 +15,16 @@ What each row measures (milliseconds, median and 95th percentile):
   same machine. Each add stores a new record (one commit). Under each, `the API alone` is the
   same call made in process through `Lantern` on the same store, sampled in the same loop: the
   difference between the two rows is what MCP adds (transport, checking, rendering).
-- `mcp start to initialize answered` and `mcp start to first tool result`: spawning
-  `lantern mcp` until the handshake is answered, and until a first `lantern_memory_list`
-  returns; beside `python -c "import mcp"` in a fresh interpreter, what any server on the SDK
-  pays before it can answer. `mcp floor start to first tool result` is the floor server's.
+- `mcp http ...`: the same round trips over Streamable HTTP, to `lantern mcp --http` (with a
+  bearer token) beside the floor server on the SDK's own HTTP app, on the same machine.
+- `mcp http throughput, 8 clients`: calls per second with 8 sessions at once, each making 100
+  calls in turn of add, list of 50 and search, beside the floor's constant tool the same way
+  (for this row a higher figure is better).
+- `mcp start to initialize answered` and `mcp start to first tool result (a search)`: spawning
+  `lantern mcp` until the handshake is answered, and until a first `lantern_memory_search`
+  made right after it returns; beside `python -c "import mcp"` in a fresh interpreter, what
+  any server on the SDK pays before it can answer. `mcp floor start to first tool result` is
+  the floor server's.
 
 Rows are dicts with the fields of `bench/run.py`'s `Result`: the floor is in `raw_p50` and
 `raw_p95`. Stores are `bench/run.py`'s memory stores (`build_memory_store`): the same
@@ -30,17 +36,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from run import (
     SLOW_SAMPLES,
     WORDS,
@@ -64,11 +74,13 @@ Call = Callable[[int], tuple[str, dict[str, Any]]]
 # --- servers -----------------------------------------------------------------------------------
 
 
-def lantern_server(store: Path) -> StdioServerParameters:
+def _lantern_command() -> list[str]:
     executable = Path(sys.executable).with_name("lantern")
-    command, prefix = (
-        (str(executable), []) if executable.exists() else (sys.executable, ["-m", "lantern"])
-    )
+    return [str(executable)] if executable.exists() else [sys.executable, "-m", "lantern"]
+
+
+def lantern_server(store: Path) -> StdioServerParameters:
+    command, *prefix = _lantern_command()
     return StdioServerParameters(
         command=command, args=[*prefix, "mcp"], env={"LANTERN_DB": str(store)}
     )
@@ -82,10 +94,83 @@ def floor_server(payload: Path | None = None) -> StdioServerParameters:
     )
 
 
+Target = StdioServerParameters | tuple[str, str | None]
+"""A server to connect to: stdio parameters, or an HTTP URL and its bearer token."""
+
+
+@contextmanager
+def lantern_http(store: Path) -> Iterator[tuple[str, str | None]]:
+    """`lantern mcp --http` on a free loopback port, with a token of its own."""
+    with tempfile.TemporaryDirectory(prefix="lantern-mcp-bench-") as tmp:
+        tokens = Path(tmp) / "tokens.json"
+        command = [*_lantern_command(), "mcp"]
+        token = subprocess.run(
+            [*command, "token", "add", "--tokens", str(tokens), "--label", "bench"],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+        log = Path(tmp) / "server.log"
+        with open(log, "wb") as stderr:
+            process = subprocess.Popen(
+                [*command, "--http", "127.0.0.1:0", "--tokens", str(tokens)],
+                stderr=stderr, env={**os.environ, "LANTERN_DB": str(store)},
+            )  # fmt: skip
+        try:
+            while not (found := re.search(r"http://\S+/mcp", log.read_text())):
+                if process.poll() is not None:
+                    raise RuntimeError(f"lantern mcp --http did not start: {log.read_text()}")
+                time.sleep(0.02)
+            yield found[0], token
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+@contextmanager
+def floor_http(payload: Path | None = None) -> Iterator[tuple[str, str | None]]:
+    """The floor server on Streamable HTTP, on a free loopback port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, **({} if payload is None else {"MCP_FLOOR_PAYLOAD": str(payload)})}
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "mcp_floor_server.py"), "--http", str(port)], env=env
+    )
+    try:
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None:
+                    raise RuntimeError("the floor server did not start") from None
+                time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}/mcp", None
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
 @asynccontextmanager
-async def session(params: StdioServerParameters) -> AsyncIterator[ClientSession]:
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+async def connected(target: Target) -> AsyncIterator[ClientSession]:
+    """An initialized client session on a stdio or HTTP server."""
+    async with AsyncExitStack() as stack:
+        if isinstance(target, StdioServerParameters):
+            read, write = await stack.enter_async_context(stdio_client(target))
+        else:
+            url, token = target
+            headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+            http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
+            read, write = await stack.enter_async_context(
+                streamable_http_client(url, http_client=http)
+            )
+        client = await stack.enter_async_context(ClientSession(read, write))
         await client.initialize()
+        yield client
+
+
+@asynccontextmanager
+async def session(target: Target) -> AsyncIterator[ClientSession]:
+    async with connected(target) as client:
         await client.list_tools()  # the client's own first listing stays out of the samples
         yield client
 
@@ -116,7 +201,7 @@ def row(operation: str, n: int, own: list[float], floor: list[float]) -> Row:
 # --- measurements ------------------------------------------------------------------------------
 
 
-async def round_trips(store: Path, n: int, repeat: int) -> list[Row]:
+async def round_trips(store: Path, n: int, repeat: int, http: bool = False) -> list[Row]:
     searches = search_queries(repeat + 20, words=WORDS)
     # (label, the tool call for sample i, the same call through the Python API)
     operations: list[tuple[str, Call, Callable[[Lantern, int], object]]] = [
@@ -142,13 +227,16 @@ async def round_trips(store: Path, n: int, repeat: int) -> list[Row]:
         ),
     ]
     rows = []
+    prefix = "mcp http" if http else "mcp"
     async with AsyncExitStack() as stack:
-        own = await stack.enter_async_context(session(lantern_server(store)))
+        own_target = stack.enter_context(lantern_http(store)) if http else lantern_server(store)
+        own = await stack.enter_async_context(session(own_target))
         # The floor server can also return the listing's own result (see `sized`).
         listing = await own.call_tool(*operations[1][1](0))
         payload = store.with_name(f"{store.name}.list-result.json")
         payload.write_text(json.dumps(listing.structured_content))
-        floor = await stack.enter_async_context(session(floor_server(payload)))
+        floor_target = stack.enter_context(floor_http(payload)) if http else floor_server(payload)
+        floor = await stack.enter_async_context(session(floor_target))
         lt = stack.enter_context(Lantern.open(store))
         for label, call, direct in operations:
             sized = label.startswith("list")
@@ -166,9 +254,10 @@ async def round_trips(store: Path, n: int, repeat: int) -> list[Row]:
                 started = time.perf_counter()
                 direct(lt, i)
                 api_samples.append((time.perf_counter() - started) * 1000)
-            rows.append(row(f"mcp {label}", n, own_samples, floor_samples))
+            rows.append(row(f"{prefix} {label}", n, own_samples, floor_samples))
             # For reference: the same call in process, what the store itself costs.
-            rows.append(row(f"  the API alone: {label}", n, api_samples, floor_samples))
+            if not http:
+                rows.append(row(f"  the API alone: {label}", n, api_samples, floor_samples))
             if sized:
                 # And the floor server returning this very result: what its size costs the SDK.
                 size = len(json.dumps(listing.structured_content)) // 1000
@@ -182,13 +271,16 @@ async def round_trips(store: Path, n: int, repeat: int) -> list[Row]:
 async def first_answers(
     params: StdioServerParameters, tool: str, arguments: dict[str, Any]
 ) -> tuple[float, float]:
-    """Milliseconds from spawning the server to its answer to initialize, and to a tool call."""
+    """Milliseconds from spawning the server to its answer to initialize, and to a first tool
+    call made right after it (a search, as a harness's first call usually is)."""
     start = time.perf_counter()
     async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
         await client.initialize()
         initialized = (time.perf_counter() - start) * 1000
-        await client.call_tool(tool, arguments)
+        result = await client.call_tool(tool, arguments)
         called = (time.perf_counter() - start) * 1000
+    if result.is_error:
+        raise RuntimeError(f"{tool} failed: {result.content}")
     return initialized, called
 
 
@@ -205,12 +297,61 @@ async def starts(store: Path, n: int, runs: int) -> list[Row]:
     bare: list[tuple[float, float]] = []
     for _ in range(runs):  # in turns, so that all three see the same machine
         floor.append(import_mcp())
-        own.append(await first_answers(lantern_server(store), "lantern_memory_list", {"limit": 1}))
+        own.append(
+            await first_answers(
+                lantern_server(store), "lantern_memory_search", {"query": WORDS[7], "limit": 20}
+            )
+        )
         bare.append(await first_answers(floor_server(), "constant", {}))
     return [
         row("mcp start to initialize answered", n, [o[0] for o in own], floor),
-        row("mcp start to first tool result", n, [o[1] for o in own], floor),
+        row("mcp start to first tool result (a search)", n, [o[1] for o in own], floor),
         row("mcp floor start to first tool result", n, [b[1] for b in bare], floor),
+    ]
+
+
+async def throughput(store: Path, n: int, clients: int = 8, calls: int = 100) -> list[Row]:
+    """Calls per second over HTTP with `clients` sessions at once, each making `calls` mixed
+    calls (add, list of 50, search), beside the floor's constant tool the same way."""
+    searches = search_queries(calls, words=WORDS)
+
+    def mixed(client: int, i: int) -> tuple[str, dict[str, Any]]:
+        return [
+            ("lantern_memory_add",
+             {"kind": "fact", "scope": "bench:http", "content": f"http {n} {client} {i}"}),
+            ("lantern_memory_list", {"scope": [BUSY_SCOPE], "limit": 50}),
+            ("lantern_memory_search", {"query": searches[i]}),
+        ][i % 3]  # fmt: skip
+
+    async def rate(target: Target, call: Callable[[int, int], tuple[str, dict[str, Any]]]) -> float:
+        async with AsyncExitStack() as stack:
+            sessions = [await stack.enter_async_context(session(target)) for _ in range(clients)]
+
+            async def run(k: int) -> None:
+                for i in range(calls):
+                    result = await sessions[k].call_tool(*call(k, i))
+                    if result.is_error:
+                        raise RuntimeError(f"{call(k, i)[0]} failed: {result.content}")
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for k in range(clients):
+                    group.start_soon(run, k)
+            return clients * calls / (time.perf_counter() - started)
+
+    with lantern_http(store) as own, floor_http() as floor:
+        own_rate = await rate(own, mixed)
+        floor_rate = await rate(floor, lambda k, i: ("constant", {}))
+    return [
+        {
+            "operation": f"mcp http throughput, {clients} clients (calls/s)",
+            "n": n,
+            "lantern_p50": own_rate,
+            "lantern_p95": own_rate,
+            "raw_p50": floor_rate,
+            "raw_p95": floor_rate,
+            "unit": "calls/s",
+        }
     ]
 
 
@@ -232,6 +373,8 @@ def bench_mcp(
             build_memory_store(store, n)
             built.append(store)
         rows += anyio.run(round_trips, store, n, repeat)
+        rows += anyio.run(round_trips, store, n, repeat, True)
+        rows += anyio.run(throughput, store, n)
     first = given.get(sizes[0], work / f"mcp-{sizes[0]}.db")
     rows += anyio.run(starts, first, sizes[0], max(3, min(repeat // 20, 10)))
     for store in built:

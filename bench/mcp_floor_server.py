@@ -2,7 +2,9 @@
 `lantern mcp` uses, with one tool that returns a constant (and one that returns a saved result,
 to show what the size of a result costs the SDK alone).
 
-    python bench/mcp_floor_server.py        # speaks MCP on stdin/stdout; bench/mcp_bench.py runs it
+    python bench/mcp_floor_server.py              # speaks MCP on stdin/stdout; mcp_bench.py runs it
+    python bench/mcp_floor_server.py --http PORT  # the same on Streamable HTTP at /mcp (the SDK's
+                                                  # own app, loopback, no authentication)
 
 Whatever a `lantern mcp` call costs beyond this server's is Lantern's: argument checking, the
 worker thread, the store, rendering the result.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -59,5 +62,15 @@ async def serve() -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+def serve_http(port: int) -> None:
+    import uvicorn
+
+    server = Server("floor", on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    anyio.run(serve)
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        serve_http(int(sys.argv[2]))
+    else:
+        anyio.run(serve)

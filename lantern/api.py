@@ -127,8 +127,30 @@ class Lantern:
             raise
         return cls(store, scopes=policy)
 
+    def restricted(self, *, scopes: ScopePolicy, read_only: bool) -> Lantern:
+        """Another facade on this open store, confined to `scopes` and read-only if asked.
+
+        It shares the store's engine (and, read-only, a second engine that refuses writes down
+        to its connections, shared by every read-only facade), so a server can give each of
+        its clients its own fence at no cost. Closing this Lantern closes them all. A Lantern
+        that is itself restricted cannot hand out other scopes.
+        """
+        if self.scopes.restricted and scopes != self.scopes:
+            raise PolicyRefused("a scope-restricted store cannot hand out other scopes")
+        store = self.store
+        if read_only and not store.read_only:
+            store = self._read_only_store
+        return Lantern(store, scopes=scopes)
+
+    @cached_property
+    def _read_only_store(self) -> Store:
+        location = self.store.location
+        return Store(location, create_store_engine(location, read_only=True), read_only=True)
+
     def close(self) -> None:
         """Close the store's connections; the object is not used afterwards."""
+        if "_read_only_store" in self.__dict__:
+            self._read_only_store.close()
         self.store.close()
 
     def __enter__(self) -> Lantern:

@@ -96,3 +96,11 @@ class EmbeddingFailed(LanternError):
 
     exit_code = 1
     code = "embedding_failed"
+
+
+class WriteAbandoned(LanternError):
+    """A write rolled back because its caller gave up on it before it committed (an MCP
+    client cancelled the call, or the server is shutting down); nothing was written."""
+
+    exit_code = 1
+    code = "abandoned"

@@ -9,18 +9,26 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import subprocess
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 import sqlalchemy
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from click.testing import CliRunner
+from jsonschema import Draft202012Validator
 from mcp import ClientSession, StdioServerParameters, stdio_client, types
+from mcp.client.streamable_http import streamable_http_client
 
 from lantern.cli import cli
 from tests.helpers import LANTERN_BIN
@@ -68,12 +76,19 @@ class McpClient:
         return self.portal.call(self.session.call_tool, name, arguments or {})
 
     def ok(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The structured result of a call that must succeed (checked against its text)."""
+        """The structured result of a call that must succeed, checked against its text and
+        against the output schema the tool declares."""
         result = self.call(name, arguments)
         assert not result.is_error, texts(result)
         assert result.structured_content is not None
         assert json.loads(texts(result)[0]) == result.structured_content
+        check_output(self.output_schemas, name, result.structured_content)
         return result.structured_content
+
+    @cached_property
+    def output_schemas(self) -> dict[str, dict[str, Any]]:
+        schemas = {name: tool.output_schema for name, tool in self.tools().items()}
+        return {name: schema for name, schema in schemas.items() if schema is not None}
 
     def error(self, name: str, arguments: dict[str, Any] | None = None) -> str:
         """The one-line message of a call that must fail as a tool error."""
@@ -82,6 +97,13 @@ class McpClient:
         [message] = texts(result)
         assert "\n" not in message and message
         return message
+
+
+def check_output(schemas: dict[str, dict[str, Any]], name: str, result: dict[str, Any]) -> None:
+    """Every tool declares an output schema, and its result validates against it."""
+    assert name in schemas, f"{name} declares no output schema"
+    errors = list(Draft202012Validator(schemas[name]).iter_errors(result))
+    assert not errors, f"{name}: {errors[0].message} at {list(errors[0].absolute_path)}"
 
 
 def texts(result: types.CallToolResult) -> list[str]:
@@ -117,6 +139,76 @@ def running(params: StdioServerParameters) -> Iterator[McpClient]:
     with (
         start_blocking_portal() as portal,
         portal.wrap_async_context_manager(_session(params)) as (session, initialized),
+    ):
+        yield McpClient(portal, session, initialized)
+
+
+@dataclass
+class HttpServer:
+    """A `lantern mcp --http` process on a free loopback port."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Send `sig` and wait; the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout=60)
+
+
+@contextmanager
+def http_server(
+    store: str, token_file: Path, *args: str, env: dict[str, str] | None = None
+) -> Iterator[HttpServer]:
+    """`lantern --db STORE mcp --http 127.0.0.1:0 --tokens FILE ARGS`, stopped afterwards with
+    SIGTERM; its URL comes from the line it prints on stderr once it listens."""
+    log = token_file.with_name(f"server-{uuid.uuid4().hex[:8]}.log")
+    with open(log, "wb") as stderr:
+        process = subprocess.Popen(
+            [str(LANTERN_BIN), "--db", store, "mcp", "--http", "127.0.0.1:0", "--tokens",
+             str(token_file), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env={**os.environ, **(env or {})},
+        )  # fmt: skip
+    server = HttpServer("", process, log)
+    try:
+        deadline = time.monotonic() + 60
+        while not server.url:
+            found = re.search(r"serving (http://\S+/mcp)", log.read_text())
+            if found:
+                server.url = found[1]
+            elif process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"the HTTP server did not start: {log.read_text()}")
+            else:
+                time.sleep(0.05)
+        yield server
+    finally:
+        server.stop()
+
+
+@asynccontextmanager
+async def _http_session(
+    url: str, token: str | None
+) -> AsyncIterator[tuple[ClientSession, types.InitializeResult]]:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=60) as session,
+    ):
+        yield session, await session.initialize()
+
+
+@contextmanager
+def http_client(url: str, token: str | None) -> Iterator[McpClient]:
+    """The SDK's own Streamable HTTP client, with this bearer token."""
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(_http_session(url, token)) as (session, initialized),
     ):
         yield McpClient(portal, session, initialized)
 

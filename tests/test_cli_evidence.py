@@ -162,7 +162,7 @@ def test_source_and_chunk_commands(run_cli: CliRun, files: Path) -> None:
     prefix = ok_json(run_cli("source", "list", "--uri-prefix", uri[:-3], "--json"))
     assert prefix == markdown
     shown = ok_json(run_cli("source", "show", markdown[0]["id"], "--json"))
-    assert list(shown) == [*SOURCE_KEYS, "chunks", "cited_by"]
+    assert list(shown) == [*SOURCE_KEYS, "chunks", "cited_by", "next_cursor"]
     assert all(list(chunk) == CHUNK_KEYS for chunk in shown["chunks"])
     first, second = shown["chunks"]
     assert first["metadata"] == {"heading_path": ["Lanterns"]}

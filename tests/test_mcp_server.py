@@ -256,7 +256,9 @@ def test_evidence_tools_return_what_the_cli_prints(server: McpClient, store: str
     assert (ingested["added"], ingested["chunks"]) == (1, ingested["source"]["chunk_count"])
     source = cli_json(store, "source", "show", "tool://pytest/run-1")
     assert ingested["source"] == {
-        key: value for key, value in source.items() if key not in ("chunks", "cited_by")
+        key: value
+        for key, value in source.items()
+        if key not in ("chunks", "next_cursor", "cited_by")
     }
     again = {"uri": "tool://pytest/run-1", "text": TOOL_OUTPUT, "kind": "tool_output"}
     unchanged = server.ok("lantern_ingest_text", again)
@@ -264,6 +266,18 @@ def test_evidence_tools_return_what_the_cli_prints(server: McpClient, store: str
 
     for ref in (source["id"], source["uri"]):
         assert server.ok("lantern_source_show", {"id": ref}) == source
+    assert source["next_cursor"] is None and len(source["chunks"]) >= 3
+
+    # Chunks come in pages, continued after the last ordinal shown, or not at all.
+    first = server.ok("lantern_source_show", {"id": source["id"], "limit": 2})
+    assert first == cli_json(store, "source", "show", source["id"], "--limit", "2")
+    assert first["chunks"] == source["chunks"][:2] and first["next_cursor"] == 1
+    rest = server.ok("lantern_source_show", {"id": source["id"], "after": 1, "limit": 999})
+    assert rest == cli_json(store, "source", "show", source["id"], "--after", "1", "--limit", "999")
+    assert rest["chunks"] == source["chunks"][2:] and rest["next_cursor"] is None
+    bare = server.ok("lantern_source_show", {"id": source["id"], "no_chunks": True})
+    assert bare == cli_json(store, "source", "show", source["id"], "--no-chunks")
+    assert "chunks" not in bare and bare["chunk_count"] == source["chunk_count"]
     chunk = source["chunks"][1]["id"]
     shown = server.ok("lantern_chunk_show", {"id": chunk, "context": 1})
     assert shown == cli_json(store, "chunk", "show", chunk, "--context", "1")

@@ -22,9 +22,11 @@ from lantern.cli import cli
 from lantern.errors import InvalidInput
 from lantern.evidence import chunking
 from lantern.evidence import inputs as evidence_inputs
+from lantern.evidence import repository as evidence_repository
+from lantern.evidence.files import MAX_FILE_BYTES
 from lantern.evidence.repository import EvidenceRepository
 from lantern.mcpserver import arguments, evidence_tools
-from lantern.mcpserver.server import TOOLS, StoreHandle, build_server
+from lantern.mcpserver.server import TOOLS, Access, StoreHandle, build_server
 from lantern.mcpserver.wire import clean_text, repaired
 from lantern.memory.repository import MemoryRepository
 
@@ -53,6 +55,8 @@ API_NAMES = {
 }
 # Flags that choose how a result renders (as the CLI's do), not what the API is asked.
 RENDERING = {"explain", "chain"}
+# A tool pages a source's chunks by default, where the CLI and the API show them all.
+PAGED_BY_DEFAULT = {("lantern_source_show", "limit"), ("lantern_source_show", "no_chunks")}
 # What the CLI takes some other way: the text of `ingest -` comes on stdin.
 NOT_CLI_OPTIONS = {"lantern_ingest_text": {"text"}}
 
@@ -86,7 +90,27 @@ def test_schemas_are_valid_and_closed(name: str) -> None:
     Draft202012Validator.check_schema(schema)
     assert schema["type"] == "object" and schema["additionalProperties"] is False
     for prop, fragment in schema["properties"].items():
-        assert "type" in fragment, f"{name}.{prop} has no type"
+        assert "type" in fragment or "anyOf" in fragment, f"{name}.{prop} has no type"
+
+
+def _type_arrays(schema: Any, where: str) -> list[str]:
+    """Where a schema gives `type` as a list, which some clients refuse."""
+    if isinstance(schema, list):
+        return [found for item in schema for found in _type_arrays(item, where)]
+    if not isinstance(schema, dict):
+        return []
+    here = [where] if isinstance(schema.get("type"), list) else []
+    return here + [
+        found for key, value in schema.items() for found in _type_arrays(value, f"{where}.{key}")
+    ]
+
+
+@pytest.mark.parametrize("name", list(MIRRORS))
+def test_schemas_are_portable(name: str) -> None:
+    spec = SPECS[name]
+    for schema, where in ((spec.input_schema, "input"), (spec.output_schema, "output")):
+        Draft202012Validator.check_schema(schema)
+        assert _type_arrays(schema, f"{name}.{where}") == []
 
 
 @pytest.mark.parametrize("name", list(MIRRORS))
@@ -102,6 +126,8 @@ def test_defaults_are_the_api_defaults(name: str) -> None:
     signature = inspect.signature(api)
     for prop, fragment in SPECS[name].input_schema["properties"].items():
         parameter = signature.parameters.get(API_NAMES.get(prop, prop))
+        if (name, prop) in PAGED_BY_DEFAULT:
+            continue
         if prop in RENDERING:
             assert parameter is None and fragment["default"] is False
         elif "default" in fragment:
@@ -119,6 +145,8 @@ def test_descriptions_say_what_not_when(name: str) -> None:
 
 
 def test_evidence_limits_match_the_repository() -> None:
+    assert evidence_tools.MAX_TEXT_BYTES == MAX_FILE_BYTES
+    assert evidence_tools.MAX_CHUNK_PAGE == evidence_repository.MAX_CHUNK_PAGE
     assert evidence_tools.MAX_CONTEXT == evidence_inputs.MAX_CONTEXT
     assert evidence_tools.MAX_TARGET_SIZE == evidence_inputs.MAX_TARGET_SIZE
     assert evidence_tools.MAX_URI_CHARS == evidence_inputs.MAX_URI_CHARS
@@ -188,11 +216,11 @@ class _Broken:
 async def _calls(
     open_store: Callable[[], Any], calls: list[tuple[str, dict[str, Any]]], *, read_only: bool
 ) -> tuple[list[str], list[types.CallToolResult | MCPError]]:
-    handle = StoreHandle(open_store)
+    handle = StoreHandle(open_store, Access(read_only=read_only))
     await handle.open()
     results: list[types.CallToolResult | MCPError] = []
     try:
-        async with Client(build_server(handle, read_only=read_only), mode="legacy") as client:
+        async with Client(build_server(handle), mode="legacy") as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             for name, given in calls:
                 try:

@@ -197,18 +197,39 @@ def list_command(
 
 @source.command("show")
 @click.argument("ref", metavar="ID|URI")
+@click.option("--no-chunks", is_flag=True, help="Leave the chunks out: the source alone.")
+@click.option(
+    "--limit",
+    type=int,
+    metavar="N",
+    help="Show one page of chunks: at most N (1-1000), and at most 1,000,000 characters of "
+    "text. Default: every chunk.",
+)
+@click.option(
+    "--after",
+    type=int,
+    metavar="ORDINAL",
+    help="Continue after the chunk of this ordinal (a page's next_cursor).",
+)
 @json_option
 @click.pass_context
-def show_command(ctx: click.Context, ref: str, as_json: bool) -> None:
+def show_command(
+    ctx: click.Context,
+    ref: str,
+    no_chunks: bool,
+    limit: int | None,
+    after: int | None,
+    as_json: bool,
+) -> None:
     """Show a source's metadata, its chunks, and the memory records citing them.
 
-    lantern source show file:///home/ada/notes/todo.md
+    lantern source show file:///home/ada/notes/todo.md --limit 100
     """
     lantern = open_lantern(ctx)
-    found = lantern.evidence.get_source(ref)
+    found = lantern.evidence.get_source(ref, with_chunks=not no_chunks, limit=limit, after=after)
     cited_by = lantern.cited_by(f"source:{found.id}", through_chunks=True)
     if as_json:
-        emit_json({**found.to_json(), "cited_by": cited_by})
+        emit_json(found.shown_json(cited_by))
         return
     _show_source(found)
     click.echo(f"{'cited_by:':<14}{', '.join(cited_by) or '-'}")
@@ -216,6 +237,8 @@ def show_command(ctx: click.Context, ref: str, as_json: bool) -> None:
         offsets = f"[{_offset(chunk.start_offset)}:{_offset(chunk.end_offset)}]"
         click.echo(f"  #{chunk.ordinal:<4} {chunk.id}  {offsets:<15} {_preview(chunk.text)}")
         _show_links(chunk, indent="        ")
+    if found.next_cursor is not None:
+        note(f"more chunks follow: --after {found.next_cursor}")
 
 
 @source.command("remove")

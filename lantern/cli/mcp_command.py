@@ -1,4 +1,5 @@
-"""`lantern mcp`: serve the memory and evidence tools to an MCP client over stdio.
+"""`lantern mcp`: serve the memory and evidence tools to MCP clients over stdio or HTTP, and
+`lantern mcp token`: the tokens of the HTTP server.
 
 The MCP SDK is an optional extra (`lantern[mcp]`) and slow to import, so it is imported here,
 inside the command, and only when a server is to run: `--help` and `--print-config` never load
@@ -8,10 +9,11 @@ it, and no other command does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import click
 
-from lantern.cli.output import emit_json
+from lantern.cli.output import emit_json, json_option, note
 from lantern.errors import MissingDependency
 from lantern.loading import loading
 
@@ -19,7 +21,7 @@ INSTALL_HINT = "pip install 'lantern[mcp]'"
 _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"})
 
 
-@click.command("mcp")
+@click.group("mcp", invoke_without_command=True)
 @click.option(
     "--scope",
     "scopes",
@@ -27,12 +29,37 @@ _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"}
     metavar="PATTERN",
     help="Confine every memory read and write to this scope, or to scopes starting with a "
     "prefix ending in * (user:*); \\* at the end matches a literal star. Repeatable: any of "
-    "them. Records outside behave as if they did not exist.",
+    "them. Records outside behave as if they did not exist. Over HTTP each token carries its "
+    "own scopes instead.",
 )
 @click.option(
     "--read-only",
     is_flag=True,
-    help="Leave out the tools that write, and open the store read-only.",
+    help="Leave out the tools that write, and open the store read-only (over HTTP: for every "
+    "token).",
+)
+@click.option(
+    "--http",
+    "address",
+    metavar="[HOST:]PORT",
+    help="Serve over Streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST defaults "
+    "to 127.0.0.1; PORT 0 picks a free one). Needs --tokens.",
+)
+@click.option(
+    "--tokens",
+    "token_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="With --http: the token file (owner-only) of the clients allowed in, made with "
+    "`lantern mcp token add`.",
+)
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="With --http: a host name clients reach this server by, besides the loopback names "
+    "and HOST (requests naming any other Host or Origin are refused). Repeatable.",
 )
 @click.option(
     "--print-config",
@@ -41,27 +68,171 @@ _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"}
     "LANTERN_DB) and exit.",
 )
 @click.pass_context
-def mcp(ctx: click.Context, scopes: tuple[str, ...], read_only: bool, print_config: bool) -> None:
-    """Serve Lantern's memory and evidence tools to an MCP client over stdin and stdout.
+def mcp(
+    ctx: click.Context,
+    scopes: tuple[str, ...],
+    read_only: bool,
+    address: str | None,
+    token_path: Path | None,
+    allowed_hosts: tuple[str, ...],
+    print_config: bool,
+) -> None:
+    """Serve Lantern's memory and evidence tools to MCP clients, over stdio or HTTP.
 
-    The client starts this command; stdout carries the protocol and messages go to stderr.
-    The server exits when the client closes stdin. Example:
+    Over stdio (the default) the client starts this command; stdout carries the protocol and
+    messages go to stderr; the server exits when the client closes stdin. With --http it
+    serves every client holding a token from --tokens, until SIGINT or SIGTERM. Examples:
 
         lantern mcp --scope 'project:lantern/*' --print-config
+
+        lantern mcp --http 8765 --tokens ~/.config/lantern/tokens.json
     """
+    if ctx.invoked_subcommand is not None:
+        return
     from lantern.memory.scopes import ScopePolicy
     from lantern.store.location import resolve
 
     db = ctx.find_root().obj["db"]
     policy = ScopePolicy.of(scopes)  # bad patterns and locations fail before anything starts
     resolve(db)
-    if print_config:
-        from lantern.mcpserver.config import client_config
+    if address is None:
+        if token_path is not None or allowed_hosts:
+            raise click.UsageError("--tokens and --allow-host go with --http")
+        if print_config:
+            from lantern.mcpserver.config import client_config
 
-        emit_json(client_config(db, scopes=scopes, read_only=read_only))
+            emit_json(client_config(db, scopes=scopes, read_only=read_only))
+            return
+        serve = _load_server()
+        ctx.exit(serve(db, scopes=policy, read_only=read_only))
+    host, port = _address(address)
+    if scopes:
+        raise click.UsageError(
+            "--scope does not go with --http: each token carries its own scopes "
+            "(lantern mcp token add --scope PATTERN)"
+        )
+    if print_config:
+        raise click.UsageError(
+            "--print-config prints a stdio entry; an HTTP client needs the URL and a token "
+            "(see the README's MCP section)"
+        )
+    if token_path is None:
+        raise click.UsageError("--http needs --tokens FILE: HTTP never runs without tokens")
+    from lantern.errors import InvalidInput
+    from lantern.mcpserver import tokens
+
+    if not tokens.read(token_path):
+        raise InvalidInput(
+            f"the token file {token_path} holds no token: add one with "
+            f"lantern mcp token add --tokens {token_path} --label NAME"
+        )
+    _load_server()
+    from lantern.mcpserver.http import serve_http
+
+    ctx.exit(
+        serve_http(
+            db,
+            host=host,
+            port=port,
+            token_path=token_path,
+            read_only=read_only,
+            allowed_hosts=allowed_hosts,
+        )
+    )
+
+
+@mcp.group("token")
+def token() -> None:
+    """Tokens for `lantern mcp --http`: each with a label, its scopes and a read-only flag.
+
+    lantern mcp token add --tokens ~/.config/lantern/tokens.json --label ada --scope 'user:ada*'
+    """
+
+
+_TOKENS_OPTION = click.option(
+    "--tokens",
+    "token_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    metavar="FILE",
+    help="The token file (created owner-only if missing).",
+)
+
+
+@token.command("add")
+@_TOKENS_OPTION
+@click.option("--label", required=True, help="Who the token is for: letters, digits, . _ @ -.")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    metavar="PATTERN",
+    help="Confine the token to this scope, or to scopes starting with a prefix ending in *. "
+    "Repeatable: any of them. Without it, the whole store.",
+)
+@click.option("--read-only", is_flag=True, help="The token can read, never write.")
+@json_option
+def token_add(
+    token_path: Path, label: str, scopes: tuple[str, ...], read_only: bool, as_json: bool
+) -> None:
+    """Make a token and print it, once: the file keeps only its hash.
+
+    lantern mcp token add --tokens tokens.json --label ci-bot --scope 'project:x/*' --read-only
+    """
+    from lantern.mcpserver import tokens
+
+    secret, grant = tokens.add(token_path, label, scopes=scopes, read_only=read_only)
+    if as_json:
+        emit_json({"token": secret, **grant.listed()})
+    else:
+        click.echo(secret)
+    note(f"token {grant.label!r} added to {token_path}; it is shown only this once")
+
+
+@token.command("list")
+@_TOKENS_OPTION
+@json_option
+def token_list(token_path: Path, as_json: bool) -> None:
+    """List the tokens' labels, scopes and read-only flags (never the tokens).
+
+    lantern mcp token list --tokens ~/.config/lantern/tokens.json
+    """
+    from lantern.mcpserver import tokens
+
+    grants = tokens.read(token_path)
+    if as_json:
+        emit_json([grant.listed() for grant in grants])
         return
-    serve = _load_server()
-    ctx.exit(serve(db, scopes=policy, read_only=read_only))
+    for grant in grants:
+        access = "read-only" if grant.read_only else "read-write"
+        click.echo(f"{grant.label:<24} {access:<10} {', '.join(grant.scopes) or '(all scopes)'}")
+
+
+@token.command("revoke")
+@_TOKENS_OPTION
+@click.argument("label")
+@json_option
+def token_revoke(token_path: Path, label: str, as_json: bool) -> None:
+    """Revoke a token: a running server refuses it from its next request.
+
+    lantern mcp token revoke --tokens ~/.config/lantern/tokens.json ci-bot
+    """
+    from lantern.mcpserver import tokens
+
+    revoked = tokens.revoke(token_path, label)
+    if as_json:
+        emit_json(revoked.listed())
+    else:
+        click.echo(f"revoked {revoked.label}")
+
+
+def _address(value: str) -> tuple[str, int]:
+    """HOST and PORT from `[HOST:]PORT` (an IPv6 host in brackets)."""
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65_535:
+        raise click.BadParameter(f"{value!r} is not [HOST:]PORT", param_hint="'--http'")
+    return host, int(port)
 
 
 def _load_server() -> Callable[..., int]:

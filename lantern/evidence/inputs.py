@@ -101,6 +101,13 @@ def target_size(value: object) -> int:
     return value
 
 
+def ordinal_cursor(value: object) -> int:
+    """Where a page of a source's chunks continues: the ordinal of the last chunk shown."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(f"after must be a chunk ordinal (an integer from 0); got {value!r}")
+    return value
+
+
 def context(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_CONTEXT:
         raise InvalidInput(f"context must be an integer from 0 to {MAX_CONTEXT}; got {value!r}")

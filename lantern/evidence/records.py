@@ -90,6 +90,8 @@ class Source:
     updated_at: int
     chunk_count: int
     chunks: tuple[Chunk, ...] | None = None
+    next_cursor: int | None = None
+    """With a page of `chunks`: the ordinal to continue after, None on the last page."""
 
     def to_json(self) -> JSONObject:
         """The source as JSON (docs/json.md, "Sources and chunks"); `chunks` only when loaded."""
@@ -106,6 +108,14 @@ class Source:
         }
         if self.chunks is not None:
             rendered["chunks"] = [chunk.to_json() for chunk in self.chunks]
+        return rendered
+
+    def shown_json(self, cited_by: list[str]) -> JSONObject:
+        """`source show --json`: the source, the records citing it, and with a page of chunks
+        the cursor that continues them (keys added last, so the older keys keep their order)."""
+        rendered = {**self.to_json(), "cited_by": cited_by}
+        if self.chunks is not None:
+            rendered["next_cursor"] = self.next_cursor
         return rendered
 
 

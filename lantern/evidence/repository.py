@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import and_, or_, select
@@ -57,6 +58,10 @@ from lantern.store.models import chunks, sources
 
 DEFAULT_SOURCE_LIMIT = 100
 DEFAULT_SEARCH_LIMIT = 20
+MAX_CHUNK_PAGE = 1_000
+PAGE_CHARS = 1_000_000
+"""A page of a source's chunks holds at most this many characters of text (one chunk more
+than that when a single chunk is larger)."""
 BATCH_FILES = 256
 BATCH_CHARS = 8_000_000
 
@@ -229,14 +234,34 @@ class EvidenceRepository:
 
     # --- inspect and remove ---------------------------------------------------------------
 
-    def get_source(self, ref: str, *, with_chunks: bool = True) -> Source:
-        """A source by id or URI, with its chunks in order (unless `with_chunks` is False)."""
+    def get_source(
+        self,
+        ref: str,
+        *,
+        with_chunks: bool = True,
+        limit: int | None = None,
+        after: int | None = None,
+    ) -> Source:
+        """A source by id or URI, with its chunks in order (unless `with_chunks` is False).
+
+        `limit` returns one page of chunks rather than all of them: at most that many, and no
+        more than `PAGE_CHARS` characters of text (at least one chunk, whatever its size), so
+        that a page of a large source stays small. `after` continues after the chunk of that
+        ordinal: the page's `next_cursor`, which is None when no chunk follows.
+        """
+        size = None if limit is None else validation.limit(limit, maximum=MAX_CHUNK_PAGE)
+        start = None if after is None else inputs.ordinal_cursor(after)
         with self._store.read() as conn:
             row = find_source(conn, ref)
-            found = None
-            if with_chunks:
-                found = tuple(load_chunks(conn, chunks.c.source_id == row.id))
-            return to_source(row, found)
+            if not with_chunks:
+                return to_source(row)
+            condition = chunks.c.source_id == row.id
+            if start is not None:
+                condition = and_(condition, chunks.c.ordinal > start)
+            found = load_chunks(conn, condition, limit=None if size is None else size + 1)
+        page, more = _page(found, size)
+        next_cursor = page[-1].ordinal if more else None
+        return replace(to_source(row, tuple(page)), next_cursor=next_cursor)
 
     def list_sources(
         self,
@@ -295,3 +320,17 @@ class EvidenceRepository:
             row = find_source(conn, ref)
             delete_sources(conn, [row.id])
             return to_source(row)
+
+
+def _page(found: list[Chunk], size: int | None) -> tuple[list[Chunk], bool]:
+    """The chunks of one page, and whether any follow it."""
+    if size is None:
+        return found, False
+    page: list[Chunk] = []
+    chars = 0
+    for chunk in found[:size]:
+        if page and chars + len(chunk.text) > PAGE_CHARS:
+            break
+        page.append(chunk)
+        chars += len(chunk.text)
+    return page, len(page) < len(found)

@@ -79,8 +79,10 @@ def _describe(error: Any) -> str:
             f"unknown argument {', '.join(map(repr, extra))}; this tool takes "
             f"{', '.join(known) or 'no arguments'}"
         )
-    if keyword == "type":
-        kinds = [expected] if isinstance(expected, str) else list(expected)
+    if keyword in ("type", "anyOf"):
+        # An `anyOf` reaches here only when the value has the type of none of its branches
+        # (`best_match` descends into the branch of its type otherwise).
+        kinds = [expected] if keyword == "type" else [branch["type"] for branch in expected]
         wanted = " or ".join(f"{_article(kind)} {kind}" for kind in kinds)
         return f"{where} must be {wanted}; got {_json_type(value)}"
     if keyword == "enum":

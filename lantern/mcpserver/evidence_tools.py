@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from lantern.evidence.records import IngestSummary
+from lantern.mcpserver import outputs
 from lantern.mcpserver.spec import (
     FLAG,
     TIME,
@@ -34,6 +35,12 @@ MAX_CONTEXT = 100
 MIN_TARGET_SIZE = 100
 MAX_TARGET_SIZE = 100_000
 MAX_URI_CHARS = 4_096
+MAX_TEXT_BYTES = 64 * 1024 * 1024
+"""`lantern.evidence.files.MAX_FILE_BYTES`, the limit of `lantern ingest -` too."""
+MAX_CHUNK_PAGE = 1_000
+CHUNK_PAGE = 100
+"""Chunks `lantern_source_show` returns at once when not told otherwise; the repository's
+`PAGE_CHARS` caps a page's text too."""
 
 
 def _search(lt: Lantern, args: Args) -> ToolOutput:
@@ -43,9 +50,13 @@ def _search(lt: Lantern, args: Args) -> ToolOutput:
 
 
 def _source_show(lt: Lantern, args: Args) -> ToolOutput:
-    found = lt.evidence.get_source(args["id"])
-    cited_by = lt.cited_by(f"source:{found.id}", through_chunks=True)
-    return ToolOutput({**found.to_json(), "cited_by": cited_by})
+    found = lt.evidence.get_source(
+        args["id"],
+        with_chunks=not args.get("no_chunks", False),
+        limit=args.get("limit", CHUNK_PAGE),
+        after=args.get("after"),
+    )
+    return ToolOutput(found.shown_json(lt.cited_by(f"source:{found.id}", through_chunks=True)))
 
 
 def _chunk_show(lt: Lantern, args: Args) -> ToolOutput:
@@ -100,14 +111,17 @@ EVIDENCE_TOOLS = (
             "query",
         ),
         run=_search,
+        output_schema=outputs.HITS,
     ),
     ToolSpec(
         name="lantern_source_show",
         title="Show an evidence source",
         description=(
-            "Show an evidence source with its chunks in order: id, uri, kind, title, "
-            "content_hash, metadata, created_at, updated_at, chunk_count and chunks (each with "
-            "id, ordinal, text and its offsets in the source)."
+            "Show an evidence source with a page of its chunks in order: id, uri, kind, title, "
+            "content_hash, metadata, created_at, updated_at, chunk_count, chunks (each with "
+            "id, ordinal, text and its offsets in the source), next_cursor and cited_by. A page "
+            f"holds at most limit chunks ({CHUNK_PAGE} by default) and about 1,000,000 "
+            "characters; next_cursor, when not null, continues the chunks when given as after."
         ),
         input_schema=arguments(
             {
@@ -115,11 +129,25 @@ EVIDENCE_TOOLS = (
                     "type": "string",
                     "minLength": 1,
                     "description": "A source id (src_...) or the source's URI.",
-                }
+                },
+                "no_chunks": described(FLAG, "Leave the chunks out: the source alone."),
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_CHUNK_PAGE,
+                    "default": CHUNK_PAGE,
+                    "description": "At most this many chunks.",
+                },
+                "after": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Continue after the chunk of this ordinal: a next_cursor.",
+                },
             },
             "id",
         ),
         run=_source_show,
+        output_schema=outputs.SHOWN_SOURCE,
     ),
     ToolSpec(
         name="lantern_chunk_show",
@@ -147,6 +175,7 @@ EVIDENCE_TOOLS = (
             "id",
         ),
         run=_chunk_show,
+        output_schema=outputs.SHOWN_CHUNK,
     ),
     ToolSpec(
         name="lantern_ingest_text",
@@ -167,7 +196,13 @@ EVIDENCE_TOOLS = (
                     "maxLength": MAX_URI_CHARS,
                     "description": "The source's URI, e.g. tool://pytest/run-42.",
                 },
-                "text": {"type": "string", "description": "The text to store."},
+                "text": {
+                    "type": "string",
+                    # Characters; the repository also refuses more than this many UTF-8 bytes.
+                    "maxLength": MAX_TEXT_BYTES,
+                    "description": "The text to store: at most 64 MiB of UTF-8, as for "
+                    "`lantern ingest -`.",
+                },
                 "kind": described(_SOURCE_KIND, "The source's kind; detected when not given."),
                 "metadata": {
                     "type": "object",
@@ -184,6 +219,7 @@ EVIDENCE_TOOLS = (
             "text",
         ),
         run=_ingest_text,
+        output_schema=outputs.INGESTED,
         writes=True,
         destructive=True,
     ),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lantern.mcpserver import outputs
 from lantern.mcpserver.spec import (
     CONFIDENCE,
     CONTENT,
@@ -189,6 +190,7 @@ MEMORY_TOOLS = (
             "kind",
         ),
         run=_add,
+        output_schema=outputs.RECORD,
         writes=True,
     ),
     ToolSpec(
@@ -202,6 +204,7 @@ MEMORY_TOOLS = (
         ),
         input_schema=arguments({**_FILTERS, "limit": limit(50)}),
         run=_list,
+        output_schema=outputs.RECORD_PAGE,
     ),
     ToolSpec(
         name="lantern_memory_search",
@@ -229,6 +232,7 @@ MEMORY_TOOLS = (
             "query",
         ),
         run=_search,
+        output_schema=outputs.RECORD_PAGE,
     ),
     ToolSpec(
         name="lantern_memory_show",
@@ -240,6 +244,7 @@ MEMORY_TOOLS = (
         ),
         input_schema=arguments({**_ID, "chain": described(FLAG, "Add the supersede chain.")}, "id"),
         run=_show,
+        output_schema=outputs.SHOWN_RECORD,
     ),
     ToolSpec(
         name="lantern_memory_history",
@@ -251,6 +256,7 @@ MEMORY_TOOLS = (
         ),
         input_schema=arguments(_ID, "id"),
         run=_history,
+        output_schema=outputs.HISTORY,
     ),
     ToolSpec(
         name="lantern_memory_update",
@@ -278,6 +284,7 @@ MEMORY_TOOLS = (
             "id",
         ),
         run=_update,
+        output_schema=outputs.RECORD,
         writes=True,
         destructive=True,
     ),
@@ -307,6 +314,7 @@ MEMORY_TOOLS = (
             "old_id",
         ),
         run=_supersede,
+        output_schema=outputs.RECORD,
         writes=True,
         destructive=True,
         idempotent=False,
@@ -321,6 +329,7 @@ MEMORY_TOOLS = (
         ),
         input_schema=arguments(_ID, "id"),
         run=_archive,
+        output_schema=outputs.RECORD,
         writes=True,
         destructive=True,
     ),
@@ -333,6 +342,7 @@ MEMORY_TOOLS = (
         ),
         input_schema=arguments(_ID, "id"),
         run=_restore,
+        output_schema=outputs.RECORD,
         writes=True,
         destructive=True,
     ),

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -41,14 +43,14 @@ from mcp.shared.exceptions import MCPError
 from pydantic_core import to_json
 
 from lantern import __version__
-from lantern.errors import LanternError
+from lantern.errors import LanternError, NotFound
 from lantern.loading import loading
-from lantern.mcpserver import arguments
+from lantern.mcpserver import arguments, resources
 from lantern.mcpserver.evidence_tools import EVIDENCE_TOOLS
 from lantern.mcpserver.memory_tools import MEMORY_TOOLS
 from lantern.mcpserver.spec import ToolOutput, ToolSpec
 from lantern.mcpserver.wire import RepairingReader, clean_text
-from lantern.memory.scopes import ScopePolicy
+from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 
 if TYPE_CHECKING:
     from lantern.api import Lantern
@@ -59,6 +61,10 @@ WORKERS = 4
 for the lock must not hold up the reads behind it."""
 
 log = logging.getLogger("lantern.mcp")
+T = TypeVar("T")
+RESOURCE_NOT_FOUND = -32002
+"""MCP's error code for a resource that does not exist."""
+_WARM_UP = "lantern-warm-up"
 
 _INSTRUCTIONS = (
     "Lantern stores evidence (raw material: tool outputs, notes, transcripts, files, split into "
@@ -69,14 +75,31 @@ _INSTRUCTIONS = (
 )
 
 
-class StoreHandle:
-    """The server's one `Lantern`, opened in a worker thread while the handshake runs."""
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What a client may see and do: its scopes, and whether it may write. Over stdio it is the
+    command line's; over HTTP each token's."""
 
-    def __init__(self, open_store: Callable[[], Lantern]) -> None:
+    scopes: ScopePolicy = UNRESTRICTED
+    read_only: bool = False
+
+
+AccessOf = Callable[[ServerRequestContext[Any]], Access]
+
+
+class StoreHandle:
+    """The server's store, opened in a worker thread while the handshake runs, and the facades
+    it hands each kind of access (one per scope policy and read-only flag, on the same store:
+    nothing a facade holds belongs to a client, so clients of the same access share one)."""
+
+    def __init__(self, open_store: Callable[[], Lantern], opened_for: Access = Access()) -> None:
         self._open_store = open_store
+        self.opened_for = opened_for
         self._lantern: Lantern | None = None
+        self._facades: dict[Access, Lantern] = {}
         self._error: LanternError | None = None
         self._ready: anyio.Event | None = None
+        self.calls = Calls()
 
     async def open(self) -> None:
         """Open the store, once; calls wait for this (see `get`)."""
@@ -92,15 +115,27 @@ class StoreHandle:
         finally:
             ready.set()
 
-    async def get(self) -> Lantern:
+    async def get(self, access: Access | None = None) -> Lantern:
+        """The facade for this access (the store as opened when none is given)."""
         await self._event().wait()
         if self._error is not None:
             # A new exception each time: re-raising one object would grow its traceback.
             raise type(self._error)(self._error.message)
         assert self._lantern is not None
-        return self._lantern
+        if access is None or access == self.opened_for:
+            return self._lantern
+        facade = self._facades.get(access)
+        if facade is None:
+            facade = self._facades[access] = self._lantern.restricted(
+                scopes=access.scopes, read_only=access.read_only
+            )
+        return facade
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30.0) -> None:
+        """Abandon the calls still running, wait for their threads (their writes roll back
+        unless they committed), then close the store."""
+        if not self.calls.abandon_all(timeout):
+            log.warning("calls still running after %s s; closing the store anyway", timeout)
         if self._lantern is not None:
             self._lantern.close()
 
@@ -111,28 +146,97 @@ class StoreHandle:
         return self._ready
 
 
-def build_server(handle: StoreHandle, *, read_only: bool) -> Server[Any]:
-    """The MCP server: the tool table (without write tools when `read_only`) and handlers."""
-    tools = {spec.name: spec for spec in TOOLS if not (read_only and spec.writes)}
-    listed = types.ListToolsResult(tools=[_tool(spec) for spec in tools.values()])
-    limiter = anyio.CapacityLimiter(WORKERS)
+class Calls:
+    """Tool calls and resource reads, each run in a worker thread (at most `WORKERS` at once,
+    so that the event loop keeps answering while a write waits for the store's lock).
+
+    A call the client cancels, or that a shutdown interrupts, is abandoned: the thread is not
+    waited for, and a write it makes rolls back instead of committing (`abandonable`). A write
+    that already committed stays committed; MCP sends no reply to a cancelled request either
+    way. `wait` lets a shutdown close the store only once every thread is done.
+    """
+
+    def __init__(self) -> None:
+        self._limiter = anyio.CapacityLimiter(WORKERS)
+        self._running: set[threading.Event] = set()
+        self._idle = threading.Condition()
+
+    async def run(self, work: Callable[[], T]) -> T:
+        abandoned = threading.Event()
+
+        def tracked() -> T:
+            from lantern.store.engine import abandonable
+
+            try:
+                with abandonable(abandoned.is_set):
+                    return work()
+            finally:
+                with self._idle:
+                    self._running.discard(abandoned)
+                    self._idle.notify_all()
+
+        with self._idle:
+            self._running.add(abandoned)
+        try:
+            return await anyio.to_thread.run_sync(
+                tracked, limiter=self._limiter, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            abandoned.set()
+            raise
+
+    def abandon_all(self, timeout: float) -> bool:
+        """Abandon every call still running and wait for their threads; False on a timeout."""
+        with self._idle:
+            for abandoned in self._running:
+                abandoned.set()
+            return self._idle.wait_for(lambda: not self._running, timeout)
+
+
+def build_server(handle: StoreHandle, *, access_of: AccessOf | None = None) -> Server[Any]:
+    """The MCP server: tools (without the write tools for a read-only client) and resources.
+
+    `access_of` tells each request's access (over HTTP, from its token); without it every
+    request has the access the store was opened with (over stdio, the command line's).
+    """
+    access_of = access_of or (lambda ctx: handle.opened_for)
+    tables = {
+        writable: {spec.name: spec for spec in TOOLS if writable or not spec.writes}
+        for writable in (True, False)
+    }
+    listings = {
+        writable: types.ListToolsResult(tools=[_tool(spec) for spec in table.values()])
+        for writable, table in tables.items()
+    }
+    templates = types.ListResourceTemplatesResult(
+        resource_templates=[
+            types.ResourceTemplate(
+                uri_template=template.uri_template,
+                name=template.name,
+                title=template.title,
+                description=template.description,
+                mime_type=resources.MIME_TYPE,
+            )
+            for template in resources.TEMPLATES
+        ]
+    )
+    calls = handle.calls
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return listed
+        return listings[not access_of(ctx).read_only]
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        spec = tools.get(params.name)
+        spec = tables[not access_of(ctx).read_only].get(params.name)
         if spec is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        given = params.arguments or {}
         try:
-            lantern = await handle.get()
-            output, text = await anyio.to_thread.run_sync(
-                _call, spec, lantern, params.arguments or {}, limiter=limiter
-            )
+            lantern = await handle.get(access_of(ctx))
+            output, text = await calls.run(lambda: _call(spec, lantern, given))
         except LanternError as exc:
             return _error(exc.message)
         except Exception as exc:
@@ -142,32 +246,87 @@ def build_server(handle: StoreHandle, *, read_only: bool) -> Server[Any]:
         content += [types.TextContent(text=note) for note in output.notes]
         return types.CallToolResult(content=content, structured_content=output.data)
 
-    return Server(
+    async def on_list_resource_templates(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return templates
+
+    async def on_list_resources(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        cursor = params.cursor if params is not None else None
+        try:
+            lantern = await handle.get(access_of(ctx))
+            entries, next_cursor = await calls.run(lambda: resources.recent(lantern, cursor))
+        except LanternError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=clean_text(exc.message)) from exc
+        return types.ListResourcesResult(
+            resources=[types.Resource(**entry) for entry in entries], next_cursor=next_cursor
+        )
+
+    async def on_read_resource(
+        ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        found = resources.parse(uri)
+        if found is None:
+            raise MCPError(code=RESOURCE_NOT_FOUND, message=f"no resource {clean_text(uri)}")
+        template, key = found
+        spec = tables[True][template.tool]
+        try:
+            lantern = await handle.get(access_of(ctx))
+            _output, text = await calls.run(lambda: _call(spec, lantern, {"id": key}))
+        except NotFound as exc:
+            raise MCPError(code=RESOURCE_NOT_FOUND, message=clean_text(exc.message)) from exc
+        except LanternError as exc:
+            raise MCPError(code=types.INTERNAL_ERROR, message=clean_text(exc.message)) from exc
+        contents = types.TextResourceContents(uri=uri, mime_type=resources.MIME_TYPE, text=text)
+        return types.ReadResourceResult(contents=[contents])
+
+    server: Server[Any] = Server(
         "lantern",
         version=__version__,
         title="Lantern",
         instructions=_INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resource_templates=on_list_resource_templates,
+        on_list_resources=on_list_resources,
+        on_read_resource=on_read_resource,
     )
+    return server
 
 
-def serve(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> int:
-    """Run the server on stdin and stdout until the client closes stdin; the exit code."""
-    logging.basicConfig(
-        level=logging.WARNING, stream=sys.stderr, format="lantern mcp: %(levelname)s: %(message)s"
-    )
+def open_store(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> Callable[[], Lantern]:
+    """What opens the store in the server: the store, then the code and the statements the
+    first calls need (a search of each kind and a listing, which find nothing to speak of), so
+    that the first tool call costs what any call costs."""
 
-    def open_store() -> Lantern:
+    def opened() -> Lantern:
         with loading():
             from lantern.api import Lantern
 
             lantern = Lantern.open(db, scopes=scopes, read_only=read_only)
-            arguments.prepare(TOOLS)  # jsonschema, loaded here rather than on the first call
+            try:
+                lantern.memory.list(limit=1)
+                lantern.memory.search(_WARM_UP, limit=1)
+                lantern.evidence.search(_WARM_UP, limit=1)
+                arguments.prepare(TOOLS)  # jsonschema, loaded here rather than on a first call
+            except BaseException:
+                lantern.close()
+                raise
         return lantern
 
-    handle = StoreHandle(open_store)
-    server = build_server(handle, read_only=read_only)
+    return opened
+
+
+def serve(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> int:
+    """Run the server on stdin and stdout until the client closes stdin; the exit code."""
+    configure_logging()
+    handle = StoreHandle(
+        open_store(db, scopes=scopes, read_only=read_only), Access(scopes, read_only)
+    )
+    server = build_server(handle)
     try:
         anyio.run(_run, server, handle)
     except KeyboardInterrupt:
@@ -175,6 +334,12 @@ def serve(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> int:
     finally:
         handle.close()
     return 0
+
+
+def configure_logging() -> None:
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="lantern mcp: %(levelname)s: %(message)s"
+    )
 
 
 async def _run(server: Server[Any], handle: StoreHandle) -> None:
@@ -192,6 +357,7 @@ def _tool(spec: ToolSpec) -> types.Tool:
         title=spec.title,
         description=spec.description,
         input_schema=spec.input_schema,
+        output_schema=spec.output_schema,
         annotations=types.ToolAnnotations(
             title=spec.title,
             read_only_hint=not spec.writes,

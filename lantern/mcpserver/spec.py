@@ -44,6 +44,8 @@ class ToolSpec:
     description: str
     input_schema: Schema
     run: Callable[[Lantern, Args], ToolOutput]
+    output_schema: Schema
+    """What the structured result holds (`outputs`); every result validates against it."""
     writes: bool = False
     """Changes the store: left out by `--read-only`."""
     destructive: bool = False
@@ -79,15 +81,19 @@ KIND: Schema = {"type": "string", "enum": list(MEMORY_KINDS)}
 SCOPE: Schema = {"type": "string", "minLength": 1, "maxLength": MAX_SCOPE_CHARS}
 PERCENT: Schema = {"type": "integer", "minimum": 0, "maximum": 100}
 CONFIDENCE: Schema = {"type": "number", "minimum": 0, "maximum": 1}
-TIME: Schema = {"type": ["integer", "string"]}
+# Alternatives are `anyOf`, never a list of types: some clients drop or refuse a `type` array.
+TIME: Schema = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 TIME_HELP = "unix seconds or ISO-8601 (a time without a zone is UTC)"
 FLAG: Schema = {"type": "boolean", "default": False}
 REF: Schema = {
-    # "minLength" binds strings only, "required" and "properties" objects only.
-    "type": ["string", "object"],
-    "minLength": 3,
-    "properties": {"type": {"type": "string", "minLength": 1}},
-    "required": ["type"],
+    "anyOf": [
+        {"type": "string", "minLength": 3},
+        {
+            "type": "object",
+            "properties": {"type": {"type": "string", "minLength": 1}},
+            "required": ["type"],
+        },
+    ],
     "description": "TYPE:ID (chunk:chk_..., source:src_..., session:...), or an object with "
     "a string 'type'.",
 }

@@ -13,8 +13,9 @@ import os
 import sqlite3
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from lantern.errors import (
     PolicyRefused,
     StoreBusy,
     StoreIOError,
+    WriteAbandoned,
 )
 from lantern.store.location import StoreLocation
 from lantern.store.prepared import Params, Prepared, driver_of
@@ -52,6 +54,25 @@ def busy_timeout() -> float:
             f"{BUSY_TIMEOUT_ENV} must be a number of seconds from 0 to 86400; got {raw!r}"
         )
     return seconds
+
+
+_ABANDONED: ContextVar[Callable[[], bool] | None] = ContextVar("lantern_abandoned", default=None)
+
+
+@contextmanager
+def abandonable(abandoned: Callable[[], bool]) -> Iterator[None]:
+    """Writes made inside roll back instead of committing once `abandoned()` is true.
+
+    A caller that may give up on a call (an MCP client cancelling it, a server shutting down)
+    runs the call inside this: every write transaction asks just before its commit, so that a
+    write is either committed whole, with the call still wanted, or rolled back whole. The
+    commit itself is never interrupted.
+    """
+    token = _ABANDONED.set(abandoned)
+    try:
+        yield
+    finally:
+        _ABANDONED.reset(token)
 
 
 def now() -> int:
@@ -106,6 +127,9 @@ class Store:
             raise PolicyRefused(f"the store at {where} is open read-only; nothing was written")
         with translate_errors(self.location), self._transaction(write=True) as conn:
             yield conn
+            abandoned = _ABANDONED.get()
+            if abandoned is not None and abandoned():
+                raise WriteAbandoned("the call was cancelled before its write committed")
 
     @contextmanager
     def probe(self) -> Iterator[Connection]:

@@ -28,8 +28,9 @@ from lantern.cli import cli
 from tests.helpers import command_at, command_paths, file_state, lantern_process
 from tests.reliability.conftest import Figures
 
-# Commands that are not about a store (the MCP server is tested with its client).
-NOT_STORE_COMMANDS = {("mcp",)}
+# Commands that are not about a store: the token commands touch the token file alone (the MCP
+# server itself, the `mcp` group's own command, is tested with its client).
+NOT_STORE_COMMANDS = {("mcp", "token", "add"), ("mcp", "token", "list"), ("mcp", "token", "revoke")}
 
 READS, WRITES = "reads", "writes"
 

@@ -89,8 +89,8 @@ def _value_for(schema: dict[str, Any], known: list[str], hostile: bool) -> st.Se
 
 def _typed_value(schema: dict[str, Any], known: list[str], hostile: bool) -> st.SearchStrategy[Any]:
     """Values of the property's type: numbers at and past its bounds, hostile text, known ids."""
-    kinds = schema.get("type")
-    types = kinds if isinstance(kinds, list) else [kinds]
+    branches = schema.get("anyOf", [schema])
+    types = [branch.get("type") for branch in branches]
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
     if "pattern" in schema:

@@ -1,0 +1,172 @@
+"""The output schemas of the tools: what each structured result holds, as JSON Schema 2020-12.
+
+They describe the JSON the CLI's `--json` prints for the same call (the records' `to_json`),
+and a test checks every tool's results against them with a validator. Objects are left open
+(no `additionalProperties: false`): JSON output may gain fields, never lose or rename them, so
+the schemas require the fields that exist and let new ones through. Alternatives are `anyOf`
+branches, never a list of types, for the clients that refuse those.
+"""
+
+from __future__ import annotations
+
+from lantern.mcpserver.spec import Schema
+from lantern.validation import HISTORY_EVENTS, MEMORY_KINDS, STATUSES
+
+_INT: Schema = {"type": "integer"}
+_NUMBER: Schema = {"type": "number"}
+_STR: Schema = {"type": "string"}
+_OBJECT: Schema = {"type": "object"}
+
+
+def _nullable(fragment: Schema) -> Schema:
+    return {"anyOf": [fragment, {"type": "null"}]}
+
+
+def _array(item: Schema) -> Schema:
+    return {"type": "array", "items": item}
+
+
+def _object(properties: dict[str, Schema], *optional: str) -> Schema:
+    """An object that has every one of these properties but the optional ones."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [name for name in properties if name not in optional],
+    }
+
+
+_IDS = _array(_STR)
+
+RECORD_FIELDS: dict[str, Schema] = {
+    "id": _STR,
+    "kind": {"type": "string", "enum": list(MEMORY_KINDS)},
+    "content": _STR,
+    "scope": _STR,
+    "priority": _INT,
+    "urgency": _INT,
+    "confidence": _NUMBER,
+    "status": {"type": "string", "enum": list(STATUSES)},
+    "created_at": _INT,
+    "updated_at": _INT,
+    "expires_at": _nullable(_INT),
+    "supersedes_id": _nullable(_STR),
+    "source_refs": _array(_object({"type": _STR})),
+}
+RECORD = _object(RECORD_FIELDS)
+"""A memory record, as `memory show --json` prints it."""
+
+SHOWN_RECORD = _object(
+    {**RECORD_FIELDS, "replaces": _IDS, "replaced_by": _IDS}, "replaces", "replaced_by"
+)
+"""A record, with its supersede chain when asked for."""
+
+RECORD_PAGE = _object(
+    {
+        "records": _array(
+            _object({**RECORD_FIELDS, "explain": _OBJECT, "score": _NUMBER}, "explain", "score")
+        ),
+        "next_cursor": _nullable(_STR),
+    }
+)
+"""A listing or a search: `memory list --json --with-cursor`."""
+
+HISTORY = _object(
+    {
+        "entries": _array(
+            _object(
+                {
+                    "id": _INT,
+                    "record_id": _STR,
+                    "event": {"type": "string", "enum": list(HISTORY_EVENTS)},
+                    "at": _INT,
+                    "changes": _object({"before": _nullable(_OBJECT), "after": _nullable(_OBJECT)}),
+                }
+            )
+        )
+    }
+)
+
+_OFFSET = _nullable(_INT)
+_CHUNK_FIELDS: dict[str, Schema] = {
+    "id": _STR,
+    "source_id": _STR,
+    "ordinal": _INT,
+    "text": _STR,
+    "start_offset": _OFFSET,
+    "end_offset": _OFFSET,
+    "metadata": _OBJECT,
+    "created_at": _INT,
+    "entities": _array(_object({"id": _STR, "name": _STR, "kind": _STR})),
+    "embeddings": _array(_object({"model": _STR, "dim": _INT})),
+}
+_CHUNK = _object(_CHUNK_FIELDS)
+_SOURCE_FIELDS: dict[str, Schema] = {
+    "id": _STR,
+    "uri": _STR,
+    "kind": _STR,
+    "title": _nullable(_STR),
+    "content_hash": _STR,
+    "metadata": _OBJECT,
+    "created_at": _INT,
+    "updated_at": _INT,
+    "chunk_count": _INT,
+}
+_SOURCE = _object(_SOURCE_FIELDS)
+
+HITS = _object(
+    {
+        "hits": _array(
+            _object(
+                {
+                    "chunk_id": _STR,
+                    "source_id": _STR,
+                    "uri": _STR,
+                    "kind": _STR,
+                    "ordinal": _INT,
+                    "start_offset": _OFFSET,
+                    "end_offset": _OFFSET,
+                    "score": _NUMBER,
+                    "snippet": _STR,
+                }
+            )
+        )
+    }
+)
+
+SHOWN_SOURCE = _object(
+    {
+        **_SOURCE_FIELDS,
+        "chunks": _array(_CHUNK),
+        "next_cursor": _nullable(_INT),
+        "cited_by": _IDS,
+    },
+    "chunks",
+    "next_cursor",
+)
+"""A source, with a page of its chunks unless they were left out, and the records citing it."""
+
+SHOWN_CHUNK = _object(
+    {
+        **_CHUNK_FIELDS,
+        "source": _SOURCE,
+        "before": _array(_CHUNK),
+        "after": _array(_CHUNK),
+        "cited_by": _IDS,
+    }
+)
+
+INGESTED = _object(
+    {
+        "added": _INT,
+        "updated": _INT,
+        "unchanged": _INT,
+        "skipped": _INT,
+        "removed": _INT,
+        "chunks": _INT,
+        "bytes": _INT,
+        "seconds": _NUMBER,
+        "skipped_paths": _array(_object({"path": _STR, "reason": _STR})),
+        "source": _SOURCE,
+    }
+)
+"""The counts of `ingest --json`, and the source that was stored."""
