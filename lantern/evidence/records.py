@@ -125,7 +125,12 @@ class ChunkDetail:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One search result; `score` is higher for better matches (see README for each engine)."""
+    """One search result; `score` is higher for better matches (see README for each engine).
+
+    The last four fields explain where the hit came from (`lantern.retrieval.modes`): the
+    ranking (`mode`), its 1-based place in the keyword ranking, and its place in the semantic
+    ranking and its cosine similarity, which are None until a semantic ranking exists.
+    """
 
     chunk_id: str
     source_id: str
@@ -136,6 +141,10 @@ class SearchHit:
     end_offset: int | None
     score: float
     snippet: str
+    mode: str
+    keyword_rank: int | None
+    semantic_rank: int | None = None
+    similarity: float | None = None
 
     def to_json(self) -> JSONObject:
         return {
@@ -148,6 +157,10 @@ class SearchHit:
             "end_offset": self.end_offset,
             "score": self.score,
             "snippet": self.snippet,
+            "mode": self.mode,
+            "keyword_rank": self.keyword_rank,
+            "semantic_rank": self.semantic_rank,
+            "similarity": self.similarity,
         }
 
 
