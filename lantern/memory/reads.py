@@ -6,15 +6,24 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Select, bindparam, select, union_all
+from sqlalchemy import Select, bindparam, func, or_, select, union_all
 
 from lantern import validation
 from lantern.errors import InvalidInput
 from lantern.memory import fts, history, refs
 from lantern.memory.chains import successor, walk
 from lantern.memory.core import RepositoryCore
-from lantern.memory.cursor import after_branches, branches, cursor_for, parse_cursor
-from lantern.memory.filters import LIST_ORDER, MemoryFilter
+from lantern.memory.cursor import (
+    after_branches,
+    after_score,
+    branches,
+    cursor_for,
+    parse_cursor,
+    parse_search_cursor,
+    search_cursor_for,
+    search_fingerprint,
+)
+from lantern.memory.filters import LIST_ORDER, MemoryFilter, list_order
 from lantern.memory.records import (
     DanglingRef,
     HistoryEntry,
@@ -24,9 +33,13 @@ from lantern.memory.records import (
     Page,
 )
 from lantern.memory.rows import SCORE_COLUMN, fetch, require, row_to_record
+from lantern.retrieval.modes import DEFAULT_MODE, SearchMode, search_mode
 from lantern.retrieval.query import parse_query
 from lantern.store.engine import now
 from lantern.store.models import memory_records as table
+
+# The list keys a relevance page's boundary is read again from (its id stays the cursor's).
+_BOUNDARY_KEYS = ("status", "priority", "urgency", "updated_at")
 
 # Inside the class, `list` names its method.
 DanglingRefs = list[DanglingRef]
@@ -183,6 +196,7 @@ class MemoryReads(RepositoryCore):
         self,
         query: str,
         *,
+        mode: str | None = None,
         order: str = "relevance",
         scope: str | Iterable[str] | None = None,
         kind: str | Iterable[str] | None = None,
@@ -198,15 +212,19 @@ class MemoryReads(RepositoryCore):
         cites: Any = None,
         after: str | None = None,
     ) -> Page:
-        """Keyword search over content: `MemoryMatch`es (record and score, higher is better).
+        """Search over content: `MemoryMatch`es (record, score, higher is better, and origin).
 
-        The query syntax is `lantern.retrieval.query`'s (words AND-ed, "phrases", prefix*;
-        nothing in it is an operator); a query without a letter or digit finds nothing.
-        `order="relevance"` ranks by score, then the list order; `order="policy"` uses the list
-        order among the matches and is the order a cursor (`after`) can page, since scores move
-        as records are added.
+        The query syntax is `lantern.retrieval.query`'s ("phrases", prefix*; nothing in it is
+        an operator); a query without a letter or digit finds nothing. `mode` is `keyword`
+        (every word required) or `any` (any word but the common ones; the default,
+        `lantern.retrieval.modes.DEFAULT_MODE`). `order="relevance"` ranks by score, then the
+        list order; `order="policy"` uses the list order among the matches. Either order pages
+        with `offset` or with a cursor (`after`: a previous page's `next_cursor`), which only
+        continues the same query, mode, order and filters (see `lantern.memory.cursor` for
+        what a change to the store between pages does).
         """
         validation.choice("order", order, validation.SEARCH_ORDERS)
+        chosen = DEFAULT_MODE if mode is None else search_mode(mode)
         if not isinstance(query, str):
             raise InvalidInput(f"query must be text; got {type(query).__name__}")
         filters = MemoryFilter.build(
@@ -223,17 +241,15 @@ class MemoryReads(RepositoryCore):
         )
         limit = validation.limit(limit)
         offset = validation.offset(offset)
-        if after is not None and order == "relevance":
-            raise InvalidInput(
-                "a cursor (after) pages only order=policy: relevance scores move as records "
-                "are added, so a cursor could skip or repeat results"
-            )
         if after is not None and offset:
             raise InvalidInput("give either an offset or a cursor (after), not both")
-        key = None if after is None else parse_cursor(after)
+        fingerprint = search_fingerprint(query, chosen.value, order, filters)
+        position = None if after is None else parse_search_cursor(after, fingerprint, order)
         parsed = parse_query(query)
         if parsed is None:
             return Page([])
+        if chosen is SearchMode.ANY:
+            parsed = parsed.any_of()
         dialect = self._store.dialect
         conditions = filters.conditions(dialect, now())
         values = {
@@ -243,34 +259,97 @@ class MemoryReads(RepositoryCore):
             "offset": offset,
         }
         all_statuses = filters.status == "all"
-        paged = after_branches(key, all_statuses=all_statuses) if key is not None else None
-        if paged is not None:
-            values.update(paged[0])
+        by_relevance = order == "relevance"
+        if position is not None:
+            values.update(after_branches(position.key, all_statuses=all_statuses)[0])
+            if position.score is not None:
+                values["after_score"] = position.score
+                values.update(self._boundary(dialect, values))
 
         def searching() -> Select[Any]:
             source, match, score = fts.matching(dialect)
             where = [match, *conditions.clauses(), *self._policy()]
-            if paged is not None:
-                where.append(paged[1](paged[0]))
-            ordering = [*LIST_ORDER] if order == "policy" else [score.desc(), *LIST_ORDER]
+            if by_relevance:
+                if position is not None:
+                    where.append(after_score(score, all_statuses=all_statuses)(values))
+                return (
+                    select(table, score.label("score"))
+                    .select_from(source)
+                    .where(*where)
+                    .order_by(score.desc(), *LIST_ORDER)
+                    .limit(bindparam("limit"))
+                    .offset(bindparam("offset"))
+                )
+            # Policy order: each match's place in the keyword ranking is counted among all the
+            # matches, before the page is cut from them in the list order.
+            matches = select(table, score.label("score")).select_from(source).where(*where)
+            found = matches.subquery("matches")
+            keyword_rank = func.row_number().over(
+                order_by=[found.c.score.desc(), *list_order(found.c)]
+            )
+            ranked = select(found, keyword_rank.label("keyword_rank")).subquery("ranked")
+            paged = select(ranked)
+            if position is not None:
+                after = branches(values, all_statuses=all_statuses, columns=ranked.c)
+                paged = paged.where(or_(*after))
             return (
-                select(table, score.label("score"))
-                .select_from(source)
-                .where(*where)
-                .order_by(*ordering)
+                paged.order_by(*list_order(ranked.c))
                 .limit(bindparam("limit"))
                 .offset(bindparam("offset"))
             )
 
-        shape = ("search", conditions.key, order, paged is not None, all_statuses)
+        shape = ("search", conditions.key, order, position is not None, all_statuses)
         rows = self._store.fetch(self._prepared(shape, searching), values)
+        first_rank = offset if position is None else (position.rank or 0)
         matches = [
-            MemoryMatch(record=row_to_record(row), score=float(row[SCORE_COLUMN])) for row in rows
+            MemoryMatch(
+                record=row_to_record(row),
+                score=float(row[SCORE_COLUMN]),
+                mode=chosen.value,
+                keyword_rank=first_rank + index if by_relevance else int(row[SCORE_COLUMN + 1]),
+            )
+            for index, row in enumerate(rows, 1)
         ]
         more = len(matches) > limit
         matches = matches[:limit]
-        cursor = cursor_for(matches[-1].record) if more and order == "policy" else None
+        cursor = None
+        if more and matches:
+            last = matches[-1]
+            cursor = search_cursor_for(
+                fingerprint,
+                order,
+                last.record,
+                last.score if by_relevance else None,
+                last.keyword_rank if by_relevance else None,
+            )
         return Page(matches, cursor)
+
+    def _boundary(self, dialect: str, values: dict[str, Any]) -> dict[str, Any]:
+        """Where a relevance page starts: right after the cursor's record as it ranks now.
+
+        Scores rest on statistics of the whole store, so any write between two pages moves
+        them; the record the last page ended with moves with the others, and continuing after
+        it (its score and keys now) keeps the pages joined. When it no longer matches (changed
+        or removed), the cursor's own score and keys are used.
+        """
+
+        def lookup() -> Select[Any]:
+            source, match, score = fts.matching(dialect)
+            return (
+                select(
+                    score.label("after_score"),
+                    *(table.c[name].label(f"after_{name}") for name in _BOUNDARY_KEYS),
+                )
+                .select_from(source)
+                .where(match, table.c.id == bindparam("after_id"))
+            )
+
+        rows = self._store.fetch(self._prepared(("boundary",), lookup), values)
+        if not rows:
+            return {}
+        score, *keys = rows[0]
+        found = {f"after_{name}": value for name, value in zip(_BOUNDARY_KEYS, keys, strict=True)}
+        return {"after_score": score, **found}
 
     def check_refs(self) -> DanglingRefs:
         """`source` and `chunk` references that name nothing in the store any more."""
