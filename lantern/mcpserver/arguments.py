@@ -79,8 +79,13 @@ def _describe(error: Any) -> str:
             f"unknown argument {', '.join(map(repr, extra))}; this tool takes "
             f"{', '.join(known) or 'no arguments'}"
         )
-    if keyword == "type":
-        kinds = [expected] if isinstance(expected, str) else list(expected)
+    if keyword in ("type", "anyOf"):
+        # anyOf: every alternative refused the value's type (otherwise the best match is the
+        # alternative's own error, inside it).
+        if keyword == "anyOf":
+            kinds = [str(alternative.get("type")) for alternative in expected]
+        else:
+            kinds = [expected] if isinstance(expected, str) else list(expected)
         wanted = " or ".join(f"{_article(kind)} {kind}" for kind in kinds)
         return f"{where} must be {wanted}; got {_json_type(value)}"
     if keyword == "enum":
