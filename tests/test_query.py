@@ -167,12 +167,15 @@ def test_any_of_drops_common_words_and_joins_with_or() -> None:
     assert [term.tokens for term in relaxed.terms] == [
         ("user",),
         ("live",),
+        ("now",),
         ("the", "who"),  # a quoted phrase is kept as typed
         ("the",),  # so is a prefix
         ("c",),
     ]
-    assert relaxed.to_fts5() == '"user" OR "live" OR "the who" OR "the"* OR "c"'
-    assert relaxed.to_tsquery() == "'user' | 'live' | ('the' <-> 'who') | 'the':* | ('C++' | 'C')"
+    assert relaxed.to_fts5() == '"user" OR "live" OR "now" OR "the who" OR "the"* OR "c"'
+    assert relaxed.to_tsquery() == (
+        "'user' | 'live' | ('now?' | 'now') | ('the' <-> 'who') | 'the':* | ('C++' | 'C')"
+    )
     # Nothing but common words: all of them are kept rather than none.
     only_common = parsed("what is it").any_of()
     assert [term.tokens for term in only_common.terms] == [("what",), ("is",), ("it",)]
@@ -183,7 +186,7 @@ def test_the_stop_list_is_lower_case_single_tokens() -> None:
     assert STOP_WORDS and all(word == word.lower() for word in STOP_WORDS)
     assert all(parsed(word).terms[0].tokens == (word,) for word in STOP_WORDS)
     assert {"the", "does", "he", "what", "is", "doesn", "t"} <= STOP_WORDS
-    assert not {"user", "live", "home", "deploy"} & STOP_WORDS
+    assert not {"user", "live", "home", "deploy", "now", "not", "before", "first"} & STOP_WORDS
 
 
 def test_hand_built_terms_render_from_tokens() -> None:
