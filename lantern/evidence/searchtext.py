@@ -19,9 +19,9 @@ chunk as a stream of JSON string literals and the structure between them, trying
 starts outside a string, then inside one. Of each turn it keeps the `role` (as a word followed by
 a colon) and the `content`, with escapes decoded; keys and other values (`ts`, ids, metadata)
 are left out; a string value the chunk starts with (in its middle, or whole with its key in the
-chunk before) counts as content, which is what a turn cut in two mostly continues with. Text that is not
-JSON of that shape under either reading (a transcript that an older tool stored as plain text,
-say) is searched as it is.
+chunk before) counts as content, which is what a turn cut in two mostly continues with. Text
+that is not JSON of that shape under either reading (a transcript that an older tool stored as
+plain text, say) is searched as it is.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from lantern.memory.cursor import (
     search_cursor_for,
     search_fingerprint,
 )
-from lantern.memory.filters import LIST_ORDER, MemoryFilter, list_order
+from lantern.memory.filters import LIST_ORDER, Conditions, MemoryFilter, list_order
 from lantern.memory.records import (
     DanglingRef,
     HistoryEntry,
@@ -264,7 +264,7 @@ class MemoryReads(RepositoryCore):
             values.update(after_branches(position.key, all_statuses=all_statuses)[0])
             if position.score is not None:
                 values["after_score"] = position.score
-                values.update(self._boundary(dialect, values))
+                values.update(self._boundary(dialect, conditions, values))
 
         def searching() -> Select[Any]:
             source, match, score = fts.matching(dialect)
@@ -324,27 +324,31 @@ class MemoryReads(RepositoryCore):
             )
         return Page(matches, cursor)
 
-    def _boundary(self, dialect: str, values: dict[str, Any]) -> dict[str, Any]:
+    def _boundary(
+        self, dialect: str, conditions: Conditions, values: dict[str, Any]
+    ) -> dict[str, Any]:
         """Where a relevance page starts: right after the cursor's record as it ranks now.
 
         Scores rest on statistics of the whole store, so any write between two pages moves
         them; the record the last page ended with moves with the others, and continuing after
-        it (its score and keys now) keeps the pages joined. When it no longer matches (changed
-        or removed), the cursor's own score and keys are used.
+        it (its score and keys now) keeps the pages joined. When it no longer matches the
+        search (changed, filtered out or removed), the cursor's own score and keys are used.
         """
 
         def lookup() -> Select[Any]:
             source, match, score = fts.matching(dialect)
+            where = [match, table.c.id == bindparam("after_id"), *conditions.clauses()]
             return (
                 select(
                     score.label("after_score"),
                     *(table.c[name].label(f"after_{name}") for name in _BOUNDARY_KEYS),
                 )
                 .select_from(source)
-                .where(match, table.c.id == bindparam("after_id"))
+                .where(*where, *self._policy())
             )
 
-        rows = self._store.fetch(self._prepared(("boundary",), lookup), values)
+        shape = ("boundary", conditions.key)
+        rows = self._store.fetch(self._prepared(shape, lookup), values)
         if not rows:
             return {}
         score, *keys = rows[0]
