@@ -50,6 +50,7 @@ class StoreStatus:
     needs_upgrade: bool
 
     def to_json(self) -> dict[str, Any]:
+        """The status as `db status --json` prints it."""
         return {
             "url": self.url,
             "path": None if self.path is None else str(self.path),
@@ -68,6 +69,7 @@ class Lantern:
         self.store = store
         self.scopes = scopes
         self.memory = MemoryRepository(store, scopes)
+        """Memory records: add, revise, retire, forget, list, search (within `scopes`)."""
 
     @cached_property
     def evidence(self) -> EvidenceRepository:
@@ -126,6 +128,7 @@ class Lantern:
         return cls(store, scopes=policy)
 
     def close(self) -> None:
+        """Close the store's connections; the object is not used afterwards."""
         self.store.close()
 
     def __enter__(self) -> Lantern:
@@ -141,6 +144,7 @@ class Lantern:
 
     @property
     def location(self) -> StoreLocation:
+        """Where the store is: its URL, and its file path when it is SQLite."""
         return self.store.location
 
     def cited_by(self, ref: str, *, through_chunks: bool = False) -> list[str]:
@@ -153,6 +157,7 @@ class Lantern:
         return [record.id for record in page]
 
     def status(self) -> StoreStatus:
+        """Where the store is and where its schema stands (`lantern db status`)."""
         state = _state(self.store)
         return StoreStatus(
             url=self.location.display_url,
@@ -209,7 +214,7 @@ class Lantern:
         memories: bool = True,
         evidence: bool = True,
     ) -> TransferReport:
-        """Write the store, or part of it, as JSON Lines (README, "Export format")."""
+        """Write the store, or part of it, as JSON Lines (docs/json.md, "Export format")."""
         self._whole_store("export")
         from lantern.transfer.jsonl import export_jsonl
 

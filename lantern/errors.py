@@ -23,6 +23,7 @@ class LanternError(Exception):
 
     @property
     def message(self) -> str:
+        """The one-line message, as the CLI prints it after `Error: `."""
         return str(self.args[0])
 
 
@@ -87,3 +88,11 @@ class MissingDependency(LanternError):
 
     exit_code = 1
     code = "missing_dependency"
+
+
+class EmbeddingFailed(LanternError):
+    """An embedding model or service could not give vectors: a model file that fails its
+    checksum, a server that cannot be reached or answers with an error or a malformed body."""
+
+    exit_code = 1
+    code = "embedding_failed"

@@ -25,7 +25,7 @@ MEMORY_KINDS = (
 )
 STATUSES = ("active", "archived", "superseded")
 STATUS_FILTERS = (*STATUSES, "all")
-# What happened to a record, as the history table records it (README, "History").
+# What happened to a record, as the history table records it (docs/memory.md, "History").
 HISTORY_EVENTS = (
     "created",
     "updated",
@@ -36,6 +36,9 @@ HISTORY_EVENTS = (
     "forgotten",
 )
 SEARCH_ORDERS = ("relevance", "policy")
+
+JSONObject = dict[str, Any]
+"""A JSON object as Lantern stores and returns it (metadata, references, every `to_json()`)."""
 
 MAX_CONTENT_CHARS = 100_000
 MAX_SCOPE_CHARS = 512

@@ -15,7 +15,7 @@ from click.testing import Result
 LANTERN_BIN = Path(sys.executable).with_name("lantern")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-# The pinned JSON keys of a source and a chunk, in order (README, "Evidence").
+# The pinned JSON keys of a source and a chunk, in order (docs/json.md, "Sources and chunks").
 SOURCE_KEYS = [
     "id",
     "uri",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from datetime import UTC, datetime, timedelta, timezone
 from itertools import pairwise
 
@@ -575,12 +574,14 @@ def test_known_source_kinds() -> None:
     )
 
 
-# --- speed ---------------------------------------------------------------------
+# --- size ----------------------------------------------------------------------
+# How fast chunking is belongs to the benchmark (bench/run.py, the ingest row); this checks that
+# a 10 MB source is chunked whole, to its last unit.
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["document", "log", "markdown", "source_file", "transcript"])
-def test_ten_megabytes_chunk_quickly(kind: str) -> None:
+def test_ten_megabytes_are_chunked_to_the_end(kind: str) -> None:
     samples = {
         "document": words(60) + "\n\n",
         "log": "2024-05-01 INFO " + words(8) + "\n",
@@ -590,11 +591,9 @@ def test_ten_megabytes_chunk_quickly(kind: str) -> None:
     }
     sample = samples[kind]
     text = sample * (10_000_000 // len(sample))
-    started = time.perf_counter()
     chunks = chunk_source(text, kind, path="big.py")
-    elapsed = time.perf_counter() - started
     assert chunks[-1].end > len(text) - len(sample)
-    assert elapsed < 3.0, f"{kind}: {elapsed:.2f}s for 10 MB"
+    assert all(chunk.text == text[chunk.start : chunk.end] for chunk in chunks)
 
 
 # --- properties ----------------------------------------------------------------

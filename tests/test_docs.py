@@ -7,9 +7,10 @@ from tests.helpers import REPO_ROOT
 
 
 def test_cli_reference_is_current() -> None:
-    documented = (REPO_ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    documented = (REPO_ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
     assert documented == render(), (
-        "docs/cli.md is out of date: run `python -m lantern.cli.reference > docs/cli.md`"
+        "docs/reference/cli.md is out of date: run "
+        "`python -m lantern.cli.reference > docs/reference/cli.md`"
     )
 
 

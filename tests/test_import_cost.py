@@ -36,7 +36,11 @@ NOT_FOR_MEMORY = (
     "lantern.maintenance",
     "lantern.transfer",
     "lantern.mcpserver",
+    # Embeddings load only when vectors are asked for.
+    "lantern.embeddings",
+    *("numpy", "onnxruntime", "tokenizers"),
 )
+EMBEDDING_LIBRARIES = ("numpy", "onnxruntime", "tokenizers")
 
 
 def _modules_after(tmp_path: Path, *args: str) -> set[str]:
@@ -49,6 +53,35 @@ def test_memory_commands_load_no_migration_server_or_evidence_code(tmp_path: Pat
     for args in (("memory", "list", "--json"), ("memory", "add", "--kind", "goal", "second")):
         loaded = _modules_after(tmp_path, *args)
         assert sorted(loaded & set(NOT_FOR_MEMORY)) == [], args
+
+
+def test_import_and_help_load_no_embedding_library() -> None:
+    script = (
+        "import json, sys\n"
+        "import lantern\n"
+        "from lantern.cli import cli\n"
+        "try:\n"
+        "    cli.main(['--help'], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    loaded = set(json.loads(python_output(script).splitlines()[-1]))
+    assert sorted(loaded & {*EMBEDDING_LIBRARIES, "lantern.embeddings"}) == []
+
+
+def test_the_embeddings_package_defers_its_libraries() -> None:
+    # Choosing a provider and reading stored vectors' metadata must not cost numpy's import.
+    script = (
+        "import json, sys\n"
+        "import lantern.embeddings.hashing, lantern.embeddings.minilm\n"
+        "import lantern.embeddings.remote, lantern.embeddings.vectors\n"
+        "from lantern.embeddings.registry import resolve_provider\n"
+        "resolve_provider('minilm'), resolve_provider('hashing')\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    loaded = set(json.loads(python_output(script).splitlines()[-1]))
+    assert sorted(loaded & set(EMBEDDING_LIBRARIES)) == []
 
 
 def test_loading_pauses_the_collector_only_while_code_loads() -> None:

@@ -1,7 +1,7 @@
 """`memory forget` removes the content from the SQLite files: main file, -wal and -shm.
 
 PostgreSQL keeps dead row versions and its own write-ahead log on the server, outside what a
-client can scrub (README, "Forgetting"), so these checks are SQLite's alone.
+client can scrub (docs/memory.md, "Forgetting"), so these checks are SQLite's alone.
 """
 
 from __future__ import annotations

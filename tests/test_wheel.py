@@ -34,6 +34,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     names = zipfile.ZipFile(wheel).namelist()
     assert "lantern/_alembic/env.py" in names
     assert any(n.startswith("lantern/_alembic/versions/0001_") for n in names)
+    # The embedding model's tokenizer travels with its license and notice.
+    model_data = "lantern/embeddings/data/all-MiniLM-L6-v2/"
+    assert {f"{model_data}{n}" for n in ("tokenizer.json", "LICENSE", "NOTICE")} <= set(names)
+    metadata = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "[lantern.embedding_providers]" in zipfile.ZipFile(wheel).read(metadata).decode()
     venv = work / "venv"
     created = _run(sys.executable, "-m", "venv", venv, cwd=work)
     assert created.returncode == 0, created.stderr
@@ -81,3 +86,20 @@ def test_installed_lantern_creates_and_upgrades_stores(installed: Path, tmp_path
     assert snapshot(legacy) == before
     listed = _run(lantern, "--db", legacy, "memory", "list", "--json", cwd=tmp_path)
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
+
+
+def test_installed_lantern_embeds_with_its_packaged_tokenizer(
+    installed: Path, tmp_path: Path
+) -> None:
+    script = (
+        "import lantern.embeddings.minilm as m\n"
+        "from lantern.embeddings.registry import resolve_provider\n"
+        "provider = resolve_provider()\n"
+        "print(m.__file__, provider.model, provider.embed(['hello']).shape)\n"
+    )
+    ran = _run(installed / "python", "-c", script, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    module_file, model, shape = ran.stdout.strip().split(maxsplit=2)
+    assert "site-packages" in module_file and str(REPO_ROOT) not in module_file
+    assert model.startswith("all-MiniLM-L6-v2-int8@")
+    assert shape == "(1, 384)"

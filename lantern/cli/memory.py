@@ -154,6 +154,7 @@ def add_command(
     Prints the record's id (the whole record with --json). Adding a record with the same
     scope, kind and content as a stored one changes nothing and returns the stored one.
 
+    \b
         lantern memory add --kind preference --scope user:raphael --priority 90 \\
             "Raphael prefers separate branches on his repos."
     """

@@ -1,6 +1,6 @@
-"""Generate the CLI reference (docs/cli.md) from the commands' own `--help`.
+"""Generate the CLI reference (docs/reference/cli.md) from the commands' own `--help`.
 
-    python -m lantern.cli.reference > docs/cli.md
+    python -m lantern.cli.reference > docs/reference/cli.md
 
 A test compares the file with this output, so the documentation cannot drift from the code.
 """
@@ -31,8 +31,8 @@ def _sections(command: click.Command, path: list[str], parent: click.Context | N
 def render() -> str:
     header = (
         "# CLI reference\n\n"
-        "Generated from `--help` by `python -m lantern.cli.reference > docs/cli.md`; "
-        "do not edit by hand.\n"
+        "Generated from `--help` by "
+        "`python -m lantern.cli.reference > docs/reference/cli.md`; do not edit by hand.\n"
     )
     return "\n".join([header, *_sections(cli, ["lantern"], None)])
 

@@ -26,8 +26,8 @@ from lantern.errors import InvalidInput, StoreIOError
 def export(ctx: click.Context, scopes: tuple[str, ...], memories: bool, evidence: bool) -> None:
     """Write the store as JSON Lines on stdout (both parts unless one is named).
 
-    The format is documented in the README ("Export format") and stable; `lantern import`
-    reads it back.
+    The format is stable and documented in the manual (docs/json.md, "Export format");
+    `lantern import` reads it back.
 
         lantern export --memories --scope 'project:lantern/*' > lantern-memories.jsonl
     """

@@ -1,5 +1,5 @@
 """Plain immutable evidence records (sources, chunks, search hits, ingest summaries) and their
-JSON shapes, with the same contract as `lantern.memory.records` (README, "Evidence"): keys may be
+JSON shapes, with the same contract as `lantern.memory.records` (docs/json.md): keys may be
 added at the end, never renamed or removed.
 
 Apart from the memory records so that a memory command does not build these classes at all.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from lantern.memory.records import JSONObject
+from lantern.validation import JSONObject
 
 
 def freeze_metadata(value: object) -> Mapping[str, Any]:
@@ -29,6 +29,7 @@ class EntityRef:
     kind: str
 
     def to_json(self) -> JSONObject:
+        """`{"id", "name", "kind"}`."""
         return {"id": self.id, "name": self.name, "kind": self.kind}
 
 
@@ -40,6 +41,7 @@ class EmbeddingInfo:
     dim: int
 
     def to_json(self) -> JSONObject:
+        """`{"model", "dim"}`: the vector itself is not rendered."""
         return {"model": self.model, "dim": self.dim}
 
 
@@ -59,6 +61,7 @@ class Chunk:
     embeddings: tuple[EmbeddingInfo, ...] = ()
 
     def to_json(self) -> JSONObject:
+        """The chunk as JSON: the keys of docs/json.md ("Sources and chunks"), in that order."""
         return {
             "id": self.id,
             "source_id": self.source_id,
@@ -89,6 +92,7 @@ class Source:
     chunks: tuple[Chunk, ...] | None = None
 
     def to_json(self) -> JSONObject:
+        """The source as JSON (docs/json.md, "Sources and chunks"); `chunks` only when loaded."""
         rendered: JSONObject = {
             "id": self.id,
             "uri": self.uri,
@@ -115,6 +119,7 @@ class ChunkDetail:
     after: tuple[Chunk, ...] = ()
 
     def to_json(self) -> JSONObject:
+        """The chunk's keys, then `source`, `before` and `after` (`chunk show --json`)."""
         return {
             **self.chunk.to_json(),
             "source": self.source.to_json(),
@@ -125,7 +130,7 @@ class ChunkDetail:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One search result; `score` is higher for better matches (see README for each engine).
+    """One search result; `score` is higher for better matches (docs/search.md, "Ranking").
 
     The last four fields explain where the hit came from (`lantern.retrieval.modes`): the
     ranking (`mode`), its 1-based place in the keyword ranking, and its place in the semantic
@@ -147,6 +152,7 @@ class SearchHit:
     similarity: float | None = None
 
     def to_json(self) -> JSONObject:
+        """The hit as JSON: the keys of docs/json.md ("Search hits"), in that order."""
         return {
             "chunk_id": self.chunk_id,
             "source_id": self.source_id,
@@ -172,6 +178,7 @@ class SkippedPath:
     reason: str
 
     def to_json(self) -> JSONObject:
+        """`{"path", "reason"}`."""
         return {"path": self.path, "reason": self.reason}
 
 
@@ -186,6 +193,7 @@ class IngestResult:
     bytes: int
 
     def to_json(self) -> JSONObject:
+        """`status`, `chunks_written`, `chunks_kept`, `bytes`, then `source`."""
         return {
             "status": self.status,
             "chunks_written": self.chunks_written,
@@ -238,6 +246,7 @@ class IngestSummary:
         )
 
     def to_json(self) -> JSONObject:
+        """The summary as `ingest --json` prints it (docs/json.md, "Ingest summaries")."""
         return {
             "added": self.added,
             "updated": self.updated,

@@ -51,7 +51,7 @@ from lantern.evidence.writing import (
     serialize_writers,
     write_documents,
 )
-from lantern.retrieval.modes import DEFAULT_MODE, SearchMode, search_mode
+from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES, SearchMode
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.engine import Store, now
 from lantern.store.models import chunks, sources
@@ -210,15 +210,16 @@ class EvidenceRepository:
         (FTS5 or `to_tsquery` syntax; the mode is then `keyword`, the engine's own), and a
         malformed one raises `InvalidInput`.
         """
+        chosen = DEFAULT_MODE
+        if mode is not None:
+            chosen = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
         if raw:
-            if mode is not None and search_mode(mode) is not SearchMode.KEYWORD:
+            if mode is not None and chosen is not SearchMode.KEYWORD:
                 raise InvalidInput(
                     "a raw query goes to the engine as written, so its mode is keyword; "
                     f"mode {mode} does not apply (write OR in the query instead)"
                 )
             chosen = SearchMode.KEYWORD
-        else:
-            chosen = DEFAULT_MODE if mode is None else search_mode(mode)
         filters = SearchFilters(
             kinds=tuple(inputs.filter_values("kind", kind)),
             sources=tuple(inputs.filter_values("source", source)),

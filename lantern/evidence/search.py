@@ -12,7 +12,7 @@ index is in the models: they belong here. Snippets are cut from the searchable t
 The query's words are all required (`keyword`) or any of them may match (`any`, with common
 words left out): `lantern.retrieval.query` renders both for each engine.
 
-Ranking (the README's "Ranking" explains it to users):
+Ranking (docs/search.md, "Ranking", explains it to users):
 
 * SQLite: BM25 (`bm25(chunks_fts)`, k1 = 1.2, b = 0.75), negated so that higher is better. It
   weighs rare words above common ones (corpus statistics) and favours shorter chunks.

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lantern.errors import InvalidInput
-from lantern.memory.records import JSONObject
 from lantern.store import migrations
 from lantern.store.engine import Store
+from lantern.validation import JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +21,7 @@ class BackupReport:
     revision: str | None
 
     def to_json(self) -> JSONObject:
+        """The report as `db backup --json` prints it."""
         return {"path": str(self.path), "size_bytes": self.size_bytes, "revision": self.revision}
 
 

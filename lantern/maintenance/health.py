@@ -41,11 +41,11 @@ from lantern.errors import NotAStore, StoreIOError
 from lantern.evidence import searchindex
 from lantern.memory import fts as memory_fts
 from lantern.memory import refs as memory_refs
-from lantern.memory.records import JSONObject
 from lantern.store import migrations
 from lantern.store.engine import Store, translate
 from lantern.store.models import Base, memory_records
 from lantern.store.models import memory_refs as refs_table
+from lantern.validation import JSONObject
 
 CHECKS = (
     "integrity",
@@ -78,6 +78,7 @@ class CheckResult:
     problems: tuple[str, ...] = ()
 
     def to_json(self) -> JSONObject:
+        """`{"name", "status", "problems"}`."""
         return {"name": self.name, "status": self.status, "problems": list(self.problems)}
 
 
@@ -92,6 +93,7 @@ class HealthReport:
 
     @property
     def healthy(self) -> bool:
+        """True when no check failed (a skipped check does not make a store unhealthy)."""
         return all(check.status != "failed" for check in self.checks)
 
     @property
@@ -105,6 +107,7 @@ class HealthReport:
         ]
 
     def to_json(self) -> JSONObject:
+        """The report as `db check --json` prints it."""
         return {
             "url": self.url,
             "path": None if self.path is None else str(self.path),

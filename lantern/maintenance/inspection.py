@@ -15,11 +15,10 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from lantern.memory import refs as memory_refs
-from lantern.memory.records import JSONObject
 from lantern.store import migrations
 from lantern.store.engine import Store, now
 from lantern.store.models import chunks, memory_history, memory_records, sources
-from lantern.validation import MEMORY_KINDS, STATUSES
+from lantern.validation import MEMORY_KINDS, STATUSES, JSONObject
 
 TOP_SCOPES = 10
 
@@ -45,6 +44,7 @@ class Inspection:
     last_write_at: int | None
 
     def to_json(self) -> JSONObject:
+        """The summary as `inspect --json` prints it."""
         return {
             "url": self.url,
             "path": None if self.path is None else str(self.path),

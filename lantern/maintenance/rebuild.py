@@ -9,10 +9,10 @@ from sqlalchemy import delete, func, select
 from lantern.evidence import searchindex
 from lantern.memory import fts as memory_fts
 from lantern.memory import refs as memory_refs
-from lantern.memory.records import JSONObject
 from lantern.store.engine import Store
 from lantern.store.models import memory_records
 from lantern.store.models import memory_refs as refs_table
+from lantern.validation import JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,7 @@ class RebuildReport:
     """Chunks searched by a text other than their own (transcripts' decoded turns)."""
 
     def to_json(self) -> JSONObject:
+        """The report as `db rebuild-index --json` prints it."""
         return {
             "indexes": list(self.indexes),
             "chunks": self.chunks,

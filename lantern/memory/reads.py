@@ -6,16 +6,15 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, or_, select, union_all
+from sqlalchemy import Select, bindparam, select, union_all
 
 from lantern import validation
 from lantern.errors import InvalidInput
-from lantern.memory import fts, history, refs
+from lantern.memory import fts, history, refs, search
 from lantern.memory.chains import successor, walk
 from lantern.memory.core import RepositoryCore
 from lantern.memory.cursor import (
     after_branches,
-    after_score,
     branches,
     cursor_for,
     parse_cursor,
@@ -23,7 +22,7 @@ from lantern.memory.cursor import (
     search_cursor_for,
     search_fingerprint,
 )
-from lantern.memory.filters import LIST_ORDER, Conditions, MemoryFilter, list_order
+from lantern.memory.filters import LIST_ORDER, MemoryFilter
 from lantern.memory.records import (
     DanglingRef,
     HistoryEntry,
@@ -33,13 +32,10 @@ from lantern.memory.records import (
     Page,
 )
 from lantern.memory.rows import SCORE_COLUMN, fetch, require, row_to_record
-from lantern.retrieval.modes import DEFAULT_MODE, SearchMode, search_mode
+from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES, SearchMode
 from lantern.retrieval.query import parse_query
 from lantern.store.engine import now
 from lantern.store.models import memory_records as table
-
-# The list keys a relevance page's boundary is read again from (its id stays the cursor's).
-_BOUNDARY_KEYS = ("status", "priority", "urgency", "updated_at")
 
 # Inside the class, `list` names its method.
 DanglingRefs = list[DanglingRef]
@@ -49,6 +45,7 @@ class MemoryReads(RepositoryCore):
     """Finds and explains records."""
 
     def get(self, record_id: str) -> MemoryRecord:
+        """The record with this id; `NotFound` if there is none (or it is outside the scopes)."""
         with self._store.read() as conn:
             return require(conn, record_id, self._scopes)
 
@@ -224,7 +221,9 @@ class MemoryReads(RepositoryCore):
         what a change to the store between pages does).
         """
         validation.choice("order", order, validation.SEARCH_ORDERS)
-        chosen = DEFAULT_MODE if mode is None else search_mode(mode)
+        chosen = DEFAULT_MODE
+        if mode is not None:
+            chosen = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
         if not isinstance(query, str):
             raise InvalidInput(f"query must be text; got {type(query).__name__}")
         filters = MemoryFilter.build(
@@ -264,38 +263,19 @@ class MemoryReads(RepositoryCore):
             values.update(after_branches(position.key, all_statuses=all_statuses)[0])
             if position.score is not None:
                 values["after_score"] = position.score
-                values.update(self._boundary(dialect, conditions, values))
+                boundary = self._prepared(
+                    ("boundary", conditions.key),
+                    lambda: search.boundary(dialect, [*conditions.clauses(), *self._policy()]),
+                )
+                found = self._store.fetch(boundary, values)
+                if found:  # the record still matches: continue after it as it ranks now
+                    values.update(zip(search.BOUNDARY, found[0], strict=True))
 
         def searching() -> Select[Any]:
-            source, match, score = fts.matching(dialect)
-            where = [match, *conditions.clauses(), *self._policy()]
-            if by_relevance:
-                if position is not None:
-                    where.append(after_score(score, all_statuses=all_statuses)(values))
-                return (
-                    select(table, score.label("score"))
-                    .select_from(source)
-                    .where(*where)
-                    .order_by(score.desc(), *LIST_ORDER)
-                    .limit(bindparam("limit"))
-                    .offset(bindparam("offset"))
-                )
-            # Policy order: each match's place in the keyword ranking is counted among all the
-            # matches, before the page is cut from them in the list order.
-            matches = select(table, score.label("score")).select_from(source).where(*where)
-            found = matches.subquery("matches")
-            keyword_rank = func.row_number().over(
-                order_by=[found.c.score.desc(), *list_order(found.c)]
-            )
-            ranked = select(found, keyword_rank.label("keyword_rank")).subquery("ranked")
-            paged = select(ranked)
-            if position is not None:
-                after = branches(values, all_statuses=all_statuses, columns=ranked.c)
-                paged = paged.where(or_(*after))
-            return (
-                paged.order_by(*list_order(ranked.c))
-                .limit(bindparam("limit"))
-                .offset(bindparam("offset"))
+            build = search.by_relevance if by_relevance else search.by_policy
+            where = [*conditions.clauses(), *self._policy()]
+            return build(
+                dialect, where, values, paged=position is not None, all_statuses=all_statuses
             )
 
         shape = ("search", conditions.key, order, position is not None, all_statuses)
@@ -312,48 +292,11 @@ class MemoryReads(RepositoryCore):
         ]
         more = len(matches) > limit
         matches = matches[:limit]
-        cursor = None
-        if more and matches:
-            last = matches[-1]
-            cursor = search_cursor_for(
-                fingerprint,
-                order,
-                last.record,
-                last.score if by_relevance else None,
-                last.keyword_rank if by_relevance else None,
-            )
-        return Page(matches, cursor)
-
-    def _boundary(
-        self, dialect: str, conditions: Conditions, values: dict[str, Any]
-    ) -> dict[str, Any]:
-        """Where a relevance page starts: right after the cursor's record as it ranks now.
-
-        Scores rest on statistics of the whole store, so any write between two pages moves
-        them; the record the last page ended with moves with the others, and continuing after
-        it (its score and keys now) keeps the pages joined. When it no longer matches the
-        search (changed, filtered out or removed), the cursor's own score and keys are used.
-        """
-
-        def lookup() -> Select[Any]:
-            source, match, score = fts.matching(dialect)
-            where = [match, table.c.id == bindparam("after_id"), *conditions.clauses()]
-            return (
-                select(
-                    score.label("after_score"),
-                    *(table.c[name].label(f"after_{name}") for name in _BOUNDARY_KEYS),
-                )
-                .select_from(source)
-                .where(*where, *self._policy())
-            )
-
-        shape = ("boundary", conditions.key)
-        rows = self._store.fetch(self._prepared(shape, lookup), values)
-        if not rows:
-            return {}
-        score, *keys = rows[0]
-        found = {f"after_{name}": value for name, value in zip(_BOUNDARY_KEYS, keys, strict=True)}
-        return {"after_score": score, **found}
+        if not (more and matches):
+            return Page(matches)
+        last = matches[-1]
+        rank, score = (last.keyword_rank, last.score) if by_relevance else (None, None)
+        return Page(matches, search_cursor_for(fingerprint, order, last.record, score, rank))
 
     def check_refs(self) -> DanglingRefs:
         """`source` and `chunk` references that name nothing in the store any more."""

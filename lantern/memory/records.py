@@ -1,8 +1,8 @@
 """Plain immutable records returned by every public call, and their JSON shapes.
 
 Callers never hold live ORM rows: no sessions to trip over, no lazy loads, and one place that
-decides how a record looks in JSON. The key order of `to_json` is a published contract (README,
-"JSON output"); fields may be added at the end, never renamed or removed.
+decides how a record looks in JSON. The key order of `to_json` is a published contract
+(docs/json.md); fields may be added at the end, never renamed or removed.
 """
 
 from __future__ import annotations
@@ -12,15 +12,25 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-JSONObject = dict[str, Any]
+from lantern.validation import JSONObject
 
 
 def freeze_refs(refs: list[dict[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+    """Source references as read-only mappings, for a frozen record."""
     return tuple(MappingProxyType(dict(ref)) for ref in refs)
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
+    """A memory record as stored: explicit, durable state the agent decided to keep.
+
+    `kind` is one of `fact`, `preference`, `goal`, `constraint`, `task_state`, `observation`
+    and `hypothesis`; `status` one of `active`, `archived` and `superseded`. Times are unix
+    seconds, UTC. `supersedes_id` names the record this one replaced; `source_refs` are its
+    references to evidence, each a read-only mapping with a string `type` (`{"id", "type"}`
+    for `TYPE:ID` references), keys in canonical order.
+    """
+
     id: str
     kind: str
     content: str
@@ -36,9 +46,11 @@ class MemoryRecord:
     source_refs: tuple[Mapping[str, Any], ...]
 
     def is_expired(self, at: int) -> bool:
+        """Whether `expires_at` has passed at the unix time `at`."""
         return self.expires_at is not None and self.expires_at <= at
 
     def to_json(self) -> JSONObject:
+        """The record as JSON: the keys of docs/json.md ("Memory records"), in that order."""
         return {
             "id": self.id,
             "kind": self.kind,
@@ -56,7 +68,7 @@ class MemoryRecord:
         }
 
 
-# --- Memory lifecycle, retrieval and visibility (README, "Memory records") -------------------
+# --- Memory lifecycle, retrieval and visibility (docs/memory.md) -----------------------------
 
 _STATUS_RANKS = {"active": 0, "archived": 1, "superseded": 2}
 
@@ -115,9 +127,11 @@ class HistoryEntry:
     def from_stored(
         cls, id: int, record_id: str, event: str, at: int, changes: Mapping[str, Any]
     ) -> HistoryEntry:
+        """An entry from its stored columns, its `changes` made read-only."""
         return cls(id, record_id, event, at, _deep_freeze(changes))
 
     def to_json(self) -> JSONObject:
+        """The entry as JSON: `id`, `record_id`, `event`, `at`, `changes` (docs/json.md)."""
         return {
             "id": self.id,
             "record_id": self.record_id,
@@ -178,6 +192,7 @@ class MemoryChain:
     replaced_by: tuple[str, ...]
 
     def to_json(self) -> JSONObject:
+        """The record's keys, then `replaces` and `replaced_by` (`memory show --json --chain`)."""
         return {
             **self.record.to_json(),
             "replaces": list(self.replaces),
@@ -194,6 +209,7 @@ class ForgetReport:
     wal_checkpointed: bool | None
 
     def to_json(self) -> JSONObject:
+        """`{"id", "forgotten_at", "wal_checkpointed"}`, as `memory forget --json` prints it."""
         return {
             "id": self.id,
             "forgotten_at": self.forgotten_at,
@@ -210,4 +226,5 @@ class DanglingRef:
     id: str
 
     def to_json(self) -> JSONObject:
+        """`{"record_id", "type", "id"}`, as `memory check-refs --json` prints it."""
         return {"record_id": self.record_id, "type": self.type, "id": self.id}

@@ -54,6 +54,7 @@ class ScopePolicy:
 
     @property
     def restricted(self) -> bool:
+        """Whether any pattern confines the caller (else the whole store is visible)."""
         return bool(self.patterns)
 
     def allows(self, scope: str) -> bool:

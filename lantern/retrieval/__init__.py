@@ -2,6 +2,6 @@
 (`query`), the search modes (`modes`) and the common words an `any` search leaves out
 (`stopwords`).
 
-Pure Python that imports nothing from the rest of Lantern but its errors, so both domains (and
-the surfaces, for their help texts) can use it without loading a database layer.
+Pure Python with no imports from the rest of Lantern, so both domains (and the surfaces, for
+their help texts) can use it without loading a database layer.
 """

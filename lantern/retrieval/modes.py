@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from lantern.errors import InvalidInput
-
-__all__ = ["DEFAULT_MODE", "SEARCH_MODES", "SearchMode", "search_mode"]
+__all__ = ["DEFAULT_MODE", "SEARCH_MODES", "SearchMode"]
 
 
 class SearchMode(StrEnum):
@@ -33,10 +31,3 @@ SEARCH_MODES: tuple[str, ...] = tuple(mode.value for mode in SearchMode)
 
 DEFAULT_MODE = SearchMode.ANY
 """The mode of a search that names none: the same for the CLI, the API and the MCP tools."""
-
-
-def search_mode(value: object) -> SearchMode:
-    """`value` as a `SearchMode`, or `InvalidInput` naming the modes there are."""
-    if isinstance(value, str) and value in SEARCH_MODES:
-        return SearchMode(value)
-    raise InvalidInput(f"mode must be one of {', '.join(SEARCH_MODES)}; got {value!r}")

@@ -2,8 +2,8 @@
 
 Alembic revisions create the schema; these models describe the result, and a test checks that
 the two agree on a new store and on an upgraded legacy one. The evidence tables keep the legacy
-format exactly (see the README's "Upgrading existing stores"), which is why their index name and
-nullable `metadata` columns look older than the rest. Full-text index tables are kept outside the
+format exactly (see docs/upgrading.md), which is why their index name and nullable `metadata`
+columns look older than the rest. Full-text index tables are kept outside the
 models: they belong to each engine's search code (`lantern.evidence.search`, `lantern.memory.fts`).
 """
 

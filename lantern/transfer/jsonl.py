@@ -1,4 +1,4 @@
-"""Export and import: a whole store, or part of it, as JSON Lines (README, "Export format").
+"""Export and import: a whole store, or part of it, as JSON Lines (docs/json.md, "Export format").
 
 The format is a contract, written so that exporting, importing into an empty store and exporting
 again gives the same bytes, on either engine:
@@ -43,7 +43,6 @@ from lantern.memory import fts as memory_fts
 from lantern.memory import history
 from lantern.memory import refs as memory_refs
 from lantern.memory.filters import scope_clause
-from lantern.memory.records import JSONObject
 from lantern.memory.rows import row_to_record
 from lantern.store.engine import Store
 from lantern.store.models import (
@@ -55,6 +54,7 @@ from lantern.store.models import (
     memory_records,
     sources,
 )
+from lantern.validation import JSONObject
 
 FORMAT = 1
 HEADER_TYPE = "lantern_export"
@@ -149,6 +149,7 @@ class TransferReport:
         )
 
     def to_json(self) -> JSONObject:
+        """The counts as `import --json` prints them."""
         return {"added": dict(self.added), "skipped": dict(self.skipped)}
 
 

@@ -2,9 +2,10 @@
 
 Hypothesis drives random sequences of add, update, supersede, archive, restore, expire, forget,
 list and search (and the clock moving on) against a real store and against `Model`, a few
-dictionaries that restate the README's rules. After every step the whole of the run's records,
-every field of each, must equal the model's; lists and searches must return the same records in
-the same order. Each run works in a scope of its own (`run<N>:...`), so runs share one store.
+dictionaries that restate the manual's rules (docs/memory.md). After every step the whole of
+the run's records, every field of each, must equal the model's; lists and searches must return
+the same records in the same order. Each run works in a scope of its own (`run<N>:...`), so
+runs share one store.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ _runs = itertools.count()
 
 
 class Model:
-    """The rules of the README, restated over plain records (frozen `MemoryRecord`s)."""
+    """The rules of the manual, restated over plain records (frozen `MemoryRecord`s)."""
 
     def __init__(self) -> None:
         self.records: dict[str, MemoryRecord] = {}

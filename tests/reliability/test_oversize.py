@@ -1,6 +1,6 @@
 """Oversize input is refused, or taken, with bounded memory, and never half-written.
 
-Documented limits (README, "Guarantees"): an ingested file or standard input is at most
+Documented limits (docs/guarantees.md): an ingested file or standard input is at most
 `MAX_FILE_BYTES` (64 MiB), checked before it is read; a memory content is at most 100,000
 characters, and `memory add -` reads at most four bytes per character of standard input. Each
 command runs as the `lantern` executable under a small parent that reports its peak resident
