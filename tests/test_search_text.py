@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lantern.api import Lantern
+from lantern.evidence import searchtext
 from lantern.evidence.chunking import chunk_source
 from lantern.evidence.searchtext import search_text, transcript_search_text
 from lantern.evidence.sourcekinds import parse_transcript
@@ -109,6 +110,32 @@ def test_chunking_a_transcript_loses_no_word_and_indexes_no_key(size: int) -> No
         assert said <= searched, (path.name, sorted(said - searched)[:10])
         assert searched <= said | roles | values, (path.name, sorted(searched - said - values))
         assert not searched & (keys - said - values), path.name
+
+
+TURN = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool"]), "content": st.text(max_size=40)},
+    optional={
+        "ts": st.one_of(st.integers(), st.text(max_size=10)),
+        "meta": st.dictionaries(st.sampled_from(["content", "id"]), st.text(max_size=5)),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    turns=st.lists(TURN, min_size=1, max_size=4),
+    ascii_only=st.booleans(),
+    lines=st.booleans(),
+)
+def test_whole_turns_decode_as_the_scan_decodes_them(
+    turns: list[dict[str, object]], ascii_only: bool, lines: bool
+) -> None:
+    """Chunks of whole turns take a faster path (json.loads); it must give the scan's text."""
+    if lines:
+        chunk = "\n".join(json.dumps(turn, ensure_ascii=ascii_only) for turn in turns)
+    else:
+        chunk = ",\n".join(json.dumps(turn, ensure_ascii=ascii_only, indent=2) for turn in turns)
+    assert searchtext._whole_turns(chunk) == searchtext._decode(chunk, starts_inside=False)
 
 
 @settings(max_examples=500, deadline=None, database=None)

@@ -45,6 +45,7 @@ _LITERAL = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)("|\Z)', re.DOTALL)
 _STRUCTURE = re.compile(r"(?:[ \t\n\r{}\[\],:]|-?[0-9][0-9.eE+\-]*+|true|false|null)*+\Z", re.ASCII)
 _COLON = re.compile(r"[ \t\n\r]*:")
 _BRACKETS = re.compile(r"[{}\[\]]")
+_LINE_BREAK_BETWEEN_OBJECTS = re.compile(r"\}[ \t\r]*\n[ \t\r\n]*\{")
 _CONTROL = re.compile(r"[\x00-\x1f]")
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|.)", re.DOTALL)
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -71,15 +72,58 @@ def search_text(kind: str | None, text: str) -> str | None:
 def transcript_search_text(text: str) -> str | None:
     """The decoded turns of a transcript chunk, or None when it does not read as JSON turns.
 
-    Read as starting outside a string, text that gives no words and holds no bracket (`42, 7`)
-    is JSON too; it is then taken as the middle of a turn's content if that reading holds,
-    while `1708417860}` (the end of a turn, its time) is not.
+    A chunk of whole turns (most of them) is parsed by `json` at C speed; the scan below gives
+    the same text for it, and reads the chunks a turn was cut across. Read as starting outside
+    a string, text that gives no words and holds no bracket (`42, 7`) is JSON too; it is then
+    taken as the middle of a turn's content if that reading holds, while `1708417860}` (the end
+    of a turn, its time) is not.
     """
+    whole = _whole_turns(text)
+    if whole is not None:
+        return whole
     outside = _decode(text, starts_inside=False)
     if outside is not None and (outside or _BRACKETS.search(text)):
         return outside
     inside = _decode(text, starts_inside=True)
     return inside if inside is not None else outside
+
+
+def _whole_turns(text: str) -> str | None:
+    """The text of a chunk made of whole turn objects (messages separated by commas, or JSON
+    Lines), rendered as `_decode` renders them; None for any other chunk."""
+    if not text.startswith("{"):
+        return None
+    if _LINE_BREAK_BETWEEN_OBJECTS.search(text):  # JSON Lines: one turn a line, no commas
+        text = ",".join(line for line in text.split("\n") if line.strip())
+    try:
+        turns = json.loads("[" + text + "]")
+    except (ValueError, RecursionError):
+        return None
+    if not all(isinstance(turn, dict) for turn in turns):
+        return None
+    parts: list[str] = []
+    for turn in turns:
+        for key, value in turn.items():
+            if key == "role" and isinstance(value, str):
+                parts.append(("\n" if parts else "") + value + ": ")
+            elif key == "content":
+                for found in _strings(value):
+                    parts.append(found if not parts or parts[-1].endswith(" ") else " " + found)
+    decoded = "".join(parts).strip()
+    if _SURROGATE.search(decoded):
+        decoded = decoded.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return decoded
+
+
+def _strings(value: object) -> list[str]:
+    """The strings in a JSON value, values only (not keys), in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [found for item in value for found in _strings(item)]
+    if isinstance(value, dict):
+        return [found for item in value.values() for found in _strings(item)]
+    return []
 
 
 def _decode(text: str, starts_inside: bool) -> str | None:
