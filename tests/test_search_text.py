@@ -294,3 +294,24 @@ def test_older_tools_that_write_plain_chunks_keep_the_index_consistent(db_path: 
     with Lantern.open(db_path) as lt:
         assert _ids(lt, "café") == [] and _ids(lt, "replaced") == [chunk.id]
         assert _rows(lt) == 0 and lt.check().healthy
+
+
+def test_check_finds_the_generation_1_index_and_triggers(db_path: Path) -> None:
+    """An older tool that puts back the legacy chunk trigger, or drops the view, is reported."""
+    with Lantern.open(db_path) as lt:
+        lt.evidence.ingest_text("session:a", ESCAPED, kind="transcript")
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.executescript(
+            """
+            DROP TRIGGER chunks_ai;
+            CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+                INSERT INTO chunks_fts(rowid, text) VALUES (new.rowid, new.text);
+            END;
+            """
+        )
+    conn.close()
+    with Lantern.open(db_path) as lt:
+        assert lt.check().problems == [
+            "schema: trigger chunks_ai indexes chunk text, not its searchable text"
+        ]
