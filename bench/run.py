@@ -340,33 +340,20 @@ def bench_memory(path: Path, n: int, repeat: int) -> list[Result]:
 
         results.append(side_by_side("memory add (one, committed)", n, lantern_add, raw_add, repeat))
 
-        queries = search_queries(repeat + 40, words=WORDS)
-
-        results.append(
-            side_by_side(
-                "memory search (1-3 words, top 20)",
-                n,
-                lambda i: lt.memory.search(queries[i % len(queries)], mode="keyword", limit=20),
-                lambda i: raw.execute(
-                    MEMORY_SEARCH_SQL,
-                    (fts_match(queries[i % len(queries)]), int(time.time())),
-                ).fetchall(),
-                min(repeat, SLOW_SAMPLES),
+        for label, mode, asked, match in search_cases(repeat + 40, words=WORDS):
+            results.append(
+                side_by_side(
+                    f"memory search{label}",
+                    n,
+                    lambda i, mode=mode, asked=asked: lt.memory.search(
+                        asked[i % len(asked)], mode=mode, limit=20
+                    ),
+                    lambda i, asked=asked, match=match: raw.execute(
+                        MEMORY_SEARCH_SQL, (match(asked[i % len(asked)]), int(time.time()))
+                    ).fetchall(),
+                    min(repeat, SLOW_SAMPLES),
+                )
             )
-        )
-        questions = question_queries(repeat + 40, words=WORDS)
-        results.append(
-            side_by_side(
-                "memory search, any mode (question, top 20)",
-                n,
-                lambda i: lt.memory.search(questions[i % len(questions)], mode="any", limit=20),
-                lambda i: raw.execute(
-                    MEMORY_SEARCH_SQL,
-                    (fts_match_any(questions[i % len(questions)]), int(time.time())),
-                ).fetchall(),
-                min(repeat, SLOW_SAMPLES),
-            )
-        )
         results.append(bulk_add(lt, raw, n))
 
         targets = [
@@ -584,6 +571,22 @@ def question_queries(count: int, seed: int = 6, words: Sequence[str] | None = No
 QUESTION_WORDS = ("what is the", "where does the", "how do we", "why did the", "which")
 
 
+def search_cases(
+    count: int, words: Sequence[str] | None = None
+) -> list[tuple[str, str, list[str], Callable[[str], str]]]:
+    """What the search rows ask: 1-3 words in keyword mode, and questions in any mode, each
+    with the FTS5 query raw `sqlite3` is given for it (label suffix, mode, queries, match)."""
+    return [
+        (" (1-3 words, top 20)", "keyword", search_queries(count, words=words), fts_match),
+        (
+            ", any mode (question, top 20)",
+            "any",
+            question_queries(count, words=words),
+            fts_match_any,
+        ),
+    ]
+
+
 def fts_match(query: str) -> str:
     return " ".join(f'"{word}"' for word in query.split())
 
@@ -609,28 +612,20 @@ def bench_evidence_search(work: Path, n: int, repeat: int) -> list[Result]:
     path = work / f"chunks-{n}.db"
     shutil.copyfile(legacy_template(work, n), path)
     migrations.upgrade(resolve(str(path)), backup=False)
-    queries = search_queries(repeat + 40)
-    questions = question_queries(repeat + 40)
     with Lantern.open(path) as lt, raw_connection(path) as raw:
         results = [
             side_by_side(
-                "evidence search (1-3 words, top 20)",
+                f"evidence search{label}",
                 n,
-                lambda i: lt.evidence.search(queries[i % len(queries)], mode="keyword", limit=20),
-                lambda i: raw.execute(
-                    RAW_SEARCH_SQL, (fts_match(queries[i % len(queries)]),)
+                lambda i, mode=mode, asked=asked: lt.evidence.search(
+                    asked[i % len(asked)], mode=mode, limit=20
+                ),
+                lambda i, asked=asked, match=match: raw.execute(
+                    RAW_SEARCH_SQL, (match(asked[i % len(asked)]),)
                 ).fetchall(),
                 repeat,
-            ),
-            side_by_side(
-                "evidence search, any mode (question, top 20)",
-                n,
-                lambda i: lt.evidence.search(questions[i % len(questions)], mode="any", limit=20),
-                lambda i: raw.execute(
-                    RAW_SEARCH_SQL, (fts_match_any(questions[i % len(questions)]),)
-                ).fetchall(),
-                repeat,
-            ),
+            )
+            for label, mode, asked, match in search_cases(repeat + 40)
         ]
     for leftover in work.glob(f"{path.name}*"):
         leftover.unlink()

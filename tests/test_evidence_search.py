@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
 from lantern.evidence.records import SearchHit
+from tests.helpers import HIT_KEYS
 
 BASE = 1_800_000_000
 FILLER = " ".join(f"filler{i}" for i in range(150))
@@ -81,21 +82,7 @@ def test_hits_carry_provenance_and_a_marked_snippet(corpus: Lantern) -> None:
     long_text = corpus.evidence.get_source("doc:lantern-long").chunks
     assert long_text is not None
     assert "«lantern»" in hits[1].snippet and len(hits[1].snippet) < len(long_text[0].text) / 4
-    assert list(hits[0].to_json()) == [
-        "chunk_id",
-        "source_id",
-        "uri",
-        "kind",
-        "ordinal",
-        "start_offset",
-        "end_offset",
-        "score",
-        "snippet",
-        "mode",
-        "keyword_rank",
-        "semantic_rank",
-        "similarity",
-    ]
+    assert list(hits[0].to_json()) == HIT_KEYS
 
 
 def test_words_phrases_and_prefixes(corpus: Lantern) -> None:
