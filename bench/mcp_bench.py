@@ -222,8 +222,11 @@ async def round_trips(store: Path, n: int, repeat: int, http: bool = False) -> l
         ),
         (
             "search (1-3 words, top 20)",
-            lambda i: ("lantern_memory_search", {"query": searches[i % len(searches)]}),
-            lambda lt, i: lt.memory.search(searches[i % len(searches)]),
+            lambda i: (
+                "lantern_memory_search",
+                {"query": searches[i % len(searches)], "mode": "keyword"},
+            ),
+            lambda lt, i: lt.memory.search(searches[i % len(searches)], mode="keyword"),
         ),
     ]
     rows = []

@@ -40,6 +40,7 @@ import lantern
 from lantern import Lantern
 from lantern.evidence.chunking import chunk_source
 from lantern.memory.fts import fts_rowid
+from lantern.retrieval.stopwords import STOP_WORDS
 from lantern.store import migrations
 from lantern.store.ids import chunk_id, memory_id, source_id
 from lantern.store.location import resolve
@@ -339,20 +340,20 @@ def bench_memory(path: Path, n: int, repeat: int) -> list[Result]:
 
         results.append(side_by_side("memory add (one, committed)", n, lantern_add, raw_add, repeat))
 
-        queries = search_queries(repeat + 40, words=WORDS)
-
-        results.append(
-            side_by_side(
-                "memory search (1-3 words, top 20)",
-                n,
-                lambda i: lt.memory.search(queries[i % len(queries)], limit=20),
-                lambda i: raw.execute(
-                    MEMORY_SEARCH_SQL,
-                    (fts_match(queries[i % len(queries)]), int(time.time())),
-                ).fetchall(),
-                min(repeat, SLOW_SAMPLES),
+        for label, mode, asked, match in search_cases(repeat + 40, words=WORDS):
+            results.append(
+                side_by_side(
+                    f"memory search{label}",
+                    n,
+                    lambda i, mode=mode, asked=asked: lt.memory.search(
+                        asked[i % len(asked)], mode=mode, limit=20
+                    ),
+                    lambda i, asked=asked, match=match: raw.execute(
+                        MEMORY_SEARCH_SQL, (match(asked[i % len(asked)]), int(time.time()))
+                    ).fetchall(),
+                    min(repeat, SLOW_SAMPLES),
+                )
             )
-        )
         results.append(bulk_add(lt, raw, n))
 
         targets = [
@@ -501,23 +502,30 @@ CHUNK_CHARS = 850
 CHUNKS_PER_SOURCE = 20
 
 
-def fill_chunks(path: Path, n_chunks: int) -> None:
-    """Insert sources and chunks with raw statements (the FTS5 triggers fill the index)."""
+def fill_chunks(path: Path, n_chunks: int, *, transcripts: bool = False) -> None:
+    """Insert sources and chunks with raw statements (the FTS5 triggers fill the index).
+
+    With `transcripts`, every source is a transcript whose chunks are JSON Lines turns written
+    with ASCII escapes, as chat exports are: the chunks whose searchable text is decoded.
+    """
     maker = TextMaker(seed=3)
     conn = sqlite3.connect(path)
     at = 1_700_000_000
+    kind = "transcript" if transcripts else "markdown"
     for first in range(0, n_chunks, CHUNKS_PER_SOURCE):
-        uri = f"file:///bench/doc{first // CHUNKS_PER_SOURCE:07d}.md"
+        uri = f"file:///bench/doc{first // CHUNKS_PER_SOURCE:07d}.{kind}"
         sid = source_id(uri)
         conn.execute(
             "INSERT INTO sources (id, uri, kind, title, content_hash, metadata, created_at, "
-            "updated_at) VALUES (?, ?, 'markdown', NULL, ?, '{}', ?, ?)",
-            (sid, uri, f"h{first}", at, at),
+            "updated_at) VALUES (?, ?, ?, NULL, ?, '{}', ?, ?)",
+            (sid, uri, kind, f"h{first}", at, at),
         )
         offset = 0
         rows = []
         for ordinal in range(CHUNKS_PER_SOURCE):
             body = maker.paragraph(CHUNK_CHARS)
+            if transcripts:
+                body = transcript_turns(body, at + ordinal)
             rows.append(
                 (chunk_id(sid, ordinal, body), sid, ordinal, body, offset, offset + len(body), at)
             )
@@ -532,6 +540,16 @@ def fill_chunks(path: Path, n_chunks: int) -> None:
     conn.close()
 
 
+def transcript_turns(text: str, at: int) -> str:
+    """A paragraph as two JSON Lines turns, as a chat export stores it (`ensure_ascii`)."""
+    middle = text.find(" ", len(text) // 2)
+    turns = [
+        {"role": "user", "content": text[:middle] + " caf\u00e9?", "ts": at},
+        {"role": "assistant", "content": text[middle + 1 :] + "\nDone.", "ts": at + 30},
+    ]
+    return "\n".join(json.dumps(turn) for turn in turns)
+
+
 def search_queries(count: int, seed: int = 5, words: Sequence[str] | None = None) -> list[str]:
     """1-3 words from the middle of the vocabulary: found in some texts, not in all."""
     rng = random.Random(seed)
@@ -539,8 +557,44 @@ def search_queries(count: int, seed: int = 5, words: Sequence[str] | None = None
     return [" ".join(rng.sample(pool, rng.randint(1, 3))) for _ in range(count)]
 
 
+def question_queries(count: int, seed: int = 6, words: Sequence[str] | None = None) -> list[str]:
+    """Questions as an agent asks them: 2-3 words of the vocabulary among common words."""
+    rng = random.Random(seed)
+    pool = list(words) if words is not None else vocabulary()[60:3000]
+    asked = []
+    for _ in range(count):
+        picked = rng.sample(pool, rng.randint(2, 3))
+        asked.append(f"{rng.choice(QUESTION_WORDS)} {' '.join(picked)}?")
+    return asked
+
+
+QUESTION_WORDS = ("what is the", "where does the", "how do we", "why did the", "which")
+
+
+def search_cases(
+    count: int, words: Sequence[str] | None = None
+) -> list[tuple[str, str, list[str], Callable[[str], str]]]:
+    """What the search rows ask: 1-3 words in keyword mode, and questions in any mode, each
+    with the FTS5 query raw `sqlite3` is given for it (label suffix, mode, queries, match)."""
+    return [
+        (" (1-3 words, top 20)", "keyword", search_queries(count, words=words), fts_match),
+        (
+            ", any mode (question, top 20)",
+            "any",
+            question_queries(count, words=words),
+            fts_match_any,
+        ),
+    ]
+
+
 def fts_match(query: str) -> str:
     return " ".join(f'"{word}"' for word in query.split())
+
+
+def fts_match_any(question: str) -> str:
+    """What an `any` search sends FTS5: the words that are not common ones, joined by OR."""
+    words = question.rstrip("?").split()
+    return " OR ".join(f'"{word}"' for word in words if word not in STOP_WORDS)
 
 
 RAW_SEARCH_SQL = (
@@ -558,20 +612,24 @@ def bench_evidence_search(work: Path, n: int, repeat: int) -> list[Result]:
     path = work / f"chunks-{n}.db"
     shutil.copyfile(legacy_template(work, n), path)
     migrations.upgrade(resolve(str(path)), backup=False)
-    queries = search_queries(repeat + 40)
     with Lantern.open(path) as lt, raw_connection(path) as raw:
-        result = side_by_side(
-            "evidence search (1-3 words, top 20)",
-            n,
-            lambda i: lt.evidence.search(queries[i % len(queries)], limit=20),
-            lambda i: raw.execute(
-                RAW_SEARCH_SQL, (fts_match(queries[i % len(queries)]),)
-            ).fetchall(),
-            repeat,
-        )
+        results = [
+            side_by_side(
+                f"evidence search{label}",
+                n,
+                lambda i, mode=mode, asked=asked: lt.evidence.search(
+                    asked[i % len(asked)], mode=mode, limit=20
+                ),
+                lambda i, asked=asked, match=match: raw.execute(
+                    RAW_SEARCH_SQL, (match(asked[i % len(asked)]),)
+                ).fetchall(),
+                repeat,
+            )
+            for label, mode, asked, match in search_cases(repeat + 40)
+        ]
     for leftover in work.glob(f"{path.name}*"):
         leftover.unlink()
-    return [result]
+    return results
 
 
 def bench_ingest(work: Path, documents: int, rounds: int = 5) -> list[Result]:
@@ -644,7 +702,7 @@ def bench_ingest(work: Path, documents: int, rounds: int = 5) -> list[Result]:
 # --- legacy upgrade ---------------------------------------------------------------------------
 
 
-def build_legacy_store(path: Path, n_chunks: int) -> None:
+def build_legacy_store(path: Path, n_chunks: int, *, transcripts: bool = False) -> None:
     """A generation-1 store (the legacy DDL, user_version 1) holding n chunks."""
     spec = importlib.util.spec_from_file_location(
         "generation_1", migrations.script_location() / "versions" / "0001_evidence_generation_1.py"
@@ -658,25 +716,30 @@ def build_legacy_store(path: Path, n_chunks: int) -> None:
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
-    fill_chunks(path, n_chunks)
+    fill_chunks(path, n_chunks, transcripts=transcripts)
 
 
-def legacy_template(work: Path, n_chunks: int) -> Path:
+def legacy_template(work: Path, n_chunks: int, *, transcripts: bool = False) -> Path:
     """A generation-1 store of n chunks, built on first use and copied by whoever needs one:
     a million chunks take minutes to load."""
-    template = work / f"legacy-{n_chunks}.db"
+    template = work / f"legacy-{n_chunks}{'-transcripts' if transcripts else ''}.db"
     if not template.exists():
-        build_legacy_store(template, n_chunks)
+        build_legacy_store(template, n_chunks, transcripts=transcripts)
     return template
 
 
 def bench_upgrade(work: Path, n_chunks: int) -> list[Result]:
-    template = legacy_template(work, n_chunks)
-    floor_path = work / f"legacy-raw-{n_chunks}.db"
-    shutil.copyfile(template, floor_path)
+    """A generation-1 store upgraded to the head revision, once each way; the raw side does the
+    schema work in SQL: the memory tables and, what costs, the chunk index rebuilt over the
+    view of searchable texts (revision 0007). The transcript row is the same store with every
+    chunk a transcript's, whose searchable text the upgrade also decodes."""
     results = []
-    for backup in (False, True):
-        path = work / f"legacy-{n_chunks}-{backup}.db"
+    cases = [("", False, False), (", with backup", False, True), (", transcripts", True, False)]
+    for label, transcripts, backup in cases:
+        template = legacy_template(work, n_chunks, transcripts=transcripts)
+        floor_path = work / f"legacy-raw-{n_chunks}.db"
+        shutil.copyfile(template, floor_path)
+        path = work / f"legacy-{n_chunks}-{backup}-{transcripts}.db"
         shutil.copyfile(template, path)
         os.sync()  # the copies' writeback must not land inside the upgrade's own fsync
         start = time.perf_counter()
@@ -685,18 +748,29 @@ def bench_upgrade(work: Path, n_chunks: int) -> list[Result]:
         raw = sqlite3.connect(floor_path, isolation_level=None)
         start = time.perf_counter()
         raw.execute("BEGIN IMMEDIATE")
-        raw.execute(MEMORY_RECORDS_DDL)
-        for index in MEMORY_RECORDS_INDEXES:
-            raw.execute(index)
+        for statement in (MEMORY_RECORDS_DDL, *MEMORY_RECORDS_INDEXES, *CHUNK_INDEX_DDL):
+            raw.execute(statement)
         raw.execute("ROLLBACK")
         floor = (time.perf_counter() - start) * 1000
         raw.close()
-        label = "legacy upgrade, with backup" if backup else "legacy upgrade, no backup"
-        results.append(Result(label, n_chunks, own, own, floor, floor))
+        results.append(Result(f"legacy upgrade{label}", n_chunks, own, own, floor, floor))
         for leftover in work.glob(f"{path.name}*"):
             leftover.unlink()
-    floor_path.unlink()
+        floor_path.unlink()
     return results
+
+
+CHUNK_INDEX_DDL = (
+    "CREATE TABLE chunk_search_text (chunk_id TEXT NOT NULL PRIMARY KEY, text TEXT NOT NULL)",
+    "CREATE VIEW chunk_search AS SELECT chunks.rowid AS rowid, "
+    "coalesce(chunk_search_text.text, chunks.text) AS text FROM chunks "
+    "LEFT JOIN chunk_search_text ON chunk_search_text.chunk_id = chunks.id",
+    "DROP TABLE chunks_fts",
+    "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunk_search', "
+    "content_rowid='rowid')",
+    "INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')",
+)
+"""The part of revision 0007 that costs, in SQL (triggers left out: they cost nothing)."""
 
 
 MEMORY_RECORDS_DDL = (
@@ -783,7 +857,7 @@ def bench_postgres(url: str, n: int, repeat: int) -> list[Result]:
                 side_by_side(
                     "postgres: memory search (1-3 words, top 20)",
                     n,
-                    lambda i: lt.memory.search(queries[i % len(queries)], limit=20),
+                    lambda i: lt.memory.search(queries[i % len(queries)], mode="keyword", limit=20),
                     lambda i: raw.execute(
                         PG_SEARCH_SQL,
                         (" & ".join(queries[i % len(queries)].split()), int(time.time())),

@@ -40,6 +40,22 @@ CHUNK_KEYS = [
     "embeddings",
 ]
 
+# Where a search hit came from, after a hit's or a memory match's own keys (README, "Search").
+ORIGIN_KEYS = ["mode", "keyword_rank", "semantic_rank", "similarity"]
+# The pinned JSON keys of an evidence search hit, in order.
+HIT_KEYS = [
+    "chunk_id",
+    "source_id",
+    "uri",
+    "kind",
+    "ordinal",
+    "start_offset",
+    "end_offset",
+    "score",
+    "snippet",
+    *ORIGIN_KEYS,
+]
+
 CliRun = Callable[..., Result]
 ProcessRun = Callable[..., subprocess.CompletedProcess[str]]
 

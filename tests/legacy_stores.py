@@ -44,6 +44,7 @@ __all__ = [
     "LEGACY_COLUMNS",
     "PENDING_FTS_QUERY",
     "PENDING_SOURCE_URI",
+    "TRANSCRIPT_URI",
     "build_legacy_store",
     "chunk_id",
     "ddl_for",
@@ -230,6 +231,9 @@ FTS_PROBE_QUERIES: Final[tuple[str, ...]] = (
     "needlework",  # a word in the middle of the ~1 MB chunk
     "zanzibar",  # a word at the very end of the ~1 MB chunk
 )
+
+#: URI of the JSON Lines transcript written by ``transcripts=True``.
+TRANSCRIPT_URI: Final[str] = "file:///home/ada/.lantern/sessions/zurich.jsonl"
 
 # --------------------------------------------------------------------------------------------
 # IDs, as the legacy code computed them.
@@ -596,6 +600,37 @@ def _fill_pending(conn: sqlite3.Connection, generation: int) -> None:
         )
 
 
+def _transcript_lines() -> list[str]:
+    """Turns as an older writer stored them: JSON Lines with ASCII escapes (`ensure_ascii`)."""
+    turns = [
+        {"role": "user", "content": "We met at the café near Zürich HB.\nThen we walked."},
+        {"role": "assistant", "content": 'Noted: the café \u2014 and "the walk".'},
+        {"role": "user", "content": "The rest " + "of a very long turn " * 6 + "ends here."},
+    ]
+    return [json.dumps(turn) for turn in turns]
+
+
+def _fill_transcripts(conn: sqlite3.Connection) -> None:
+    """A transcript source whose chunks are JSON: two whole turns, then a long turn cut in two
+    at whitespace, as the chunker cuts a turn longer than the chunk size."""
+    lines = _transcript_lines()
+    long_turn = lines[2]
+    cut = long_turn.index(" of a very long turn ", 60)
+    _insert_source(
+        conn,
+        uri=TRANSCRIPT_URI,
+        kind="transcript",
+        title="zurich.jsonl",
+        metadata=_json({"turns": 3}),
+        created_at=BASE_TIME + 3 * 86_400,
+        chunks=[
+            _ChunkSpec("\n".join(lines[:2]), metadata=_json({"roles": ["assistant", "user"]})),
+            _ChunkSpec(long_turn[:cut], offsets=False),
+            _ChunkSpec(long_turn[cut + 1 :], offsets=False),
+        ],
+    )
+
+
 def _copy_store_files(source: Path, target: Path) -> None:
     """Copy a store and whichever of its -wal and -shm exist (caller ensures no write is due)."""
     for suffix in ("", "-wal", "-shm"):
@@ -611,12 +646,14 @@ def build_legacy_store(
     awkward: bool = True,
     wal_pending: bool = False,
     n_sources: int = 3,
+    transcripts: bool = False,
 ) -> None:
     """Create a legacy store of ``generation`` (1 or 2) at ``path``, as the old code would have.
 
     ``n_sources`` ordinary sources of three chunks each are written; ``awkward`` adds rows that
     tend to break upgrades (NULL/'' metadata, unicode and control characters, FTS syntax in
     texts, a ~1 MB chunk, NULL titles and offsets, a rowid gap, odd floats in a vector).
+    ``transcripts`` adds :data:`TRANSCRIPT_URI`, whose chunks are JSON with ASCII escapes.
 
     With ``wal_pending`` the store is in WAL mode and the source :data:`PENDING_SOURCE_URI` with
     its chunks lives only in ``path``-wal, as when another process has the store open. An open
@@ -642,6 +679,8 @@ def build_legacy_store(
             conn.executescript(ddl)
             conn.execute("BEGIN")
             _fill(conn, generation, awkward=awkward, n_sources=n_sources)
+            if transcripts:
+                _fill_transcripts(conn)
             conn.execute("COMMIT")
             if wal_pending:
                 # Move the first batch into the main file, then stop SQLite from ever doing so.

@@ -15,7 +15,7 @@ import pytest
 from click.testing import Result
 
 from lantern.evidence.chunking import DEFAULT_TARGET_SIZE
-from tests.helpers import CHUNK_KEYS, LANTERN_BIN, SOURCE_KEYS, CliRun, ProcessRun
+from tests.helpers import CHUNK_KEYS, HIT_KEYS, LANTERN_BIN, SOURCE_KEYS, CliRun, ProcessRun
 
 SUMMARY_KEYS = [
     "added",
@@ -27,17 +27,6 @@ SUMMARY_KEYS = [
     "bytes",
     "seconds",
     "skipped_paths",
-]
-HIT_KEYS = [
-    "chunk_id",
-    "source_id",
-    "uri",
-    "kind",
-    "ordinal",
-    "start_offset",
-    "end_offset",
-    "score",
-    "snippet",
 ]
 
 
@@ -119,8 +108,13 @@ def test_search_json_hits_and_queries_with_nothing_to_search(run_cli: CliRun, fi
     assert hits[0]["uri"] == f"file://{files / 'notes' / 'lantern.md'}"
     assert hits[0]["kind"] == "markdown" and "«" in hits[0]["snippet"]
     assert hits[0]["score"] >= hits[1]["score"]
-    both = ok_json(run_cli("search", "lantern", "oil", "--json"))  # arguments joined: AND
+    both = ok_json(run_cli("search", "lantern", "oil", "--mode", "keyword", "--json"))  # AND
     assert len(both) == 1 and "«Lantern» «oil» burns slowly" in both[0]["snippet"]
+    assert [(hit["mode"], hit["keyword_rank"]) for hit in both] == [("keyword", 1)]
+    either = ok_json(run_cli("search", "what", "about", "lantern", "oil?", "--json"))  # any
+    assert [hit["uri"] for hit in either] == [hit["uri"] for hit in hits]
+    assert [(hit["mode"], hit["keyword_rank"]) for hit in either] == [("any", 1), ("any", 2)]
+    assert either[0]["semantic_rank"] is None and either[0]["similarity"] is None
     for nothing in ("*", ")", "🔥", ""):
         result = run_cli("search", nothing, "--json")
         assert result.exit_code == 0 and json.loads(result.stdout) == []
@@ -128,6 +122,13 @@ def test_search_json_hits_and_queries_with_nothing_to_search(run_cli: CliRun, fi
     assert [hit["uri"] for hit in documents] == [f"file://{files / 'notes' / 'plain.txt'}"]
     human = run_cli("search", "oil")
     assert human.exit_code == 0 and "«oil»" in human.stdout.lower()
+    assert "keyword_rank" not in human.stdout
+    explained = run_cli("search", "oil", "--explain")
+    assert "[mode=any keyword_rank=1 semantic_rank=- similarity=-]" in explained.stdout
+    refused = run_cli("search", "--raw", "oil", "--mode", "any")
+    assert refused.exit_code == 1 and "a raw query goes to the engine" in refused.stderr
+    usage = run_cli("search", "oil", "--mode", "fuzzy")
+    assert usage.exit_code == 2 and "'fuzzy' is not one of 'keyword', 'any'" in usage.stderr
 
 
 @pytest.mark.parametrize(

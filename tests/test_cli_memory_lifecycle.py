@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import CliRun, ProcessRun
+from tests.helpers import ORIGIN_KEYS, CliRun, ProcessRun
 from tests.test_cli_memory import RECORD_KEYS
 
 HISTORY_KEYS = ["id", "record_id", "event", "at", "changes"]
@@ -104,10 +104,14 @@ def test_search_json_has_score_last_and_explain_before_it(run_cli: CliRun) -> No
     _add(run_cli, "--kind", "fact", "unrelated")
     matches = _json(run_cli("memory", "search", "lamp", "--json"))
     assert [m["id"] for m in matches] == [second["id"], first["id"]]
-    assert all(list(m) == [*RECORD_KEYS, "score"] for m in matches)
+    assert all(list(m) == [*RECORD_KEYS, "score", *ORIGIN_KEYS] for m in matches)
     assert matches[0]["score"] >= matches[1]["score"]
+    assert [[m[key] for key in ORIGIN_KEYS] for m in matches] == [
+        ["any", 1, None, None],
+        ["any", 2, None, None],
+    ]
     explained = _json(run_cli("memory", "search", "lamp", "--explain", "--json"))
-    assert list(explained[0]) == [*RECORD_KEYS, "explain", "score"]
+    assert list(explained[0]) == [*RECORD_KEYS, "explain", "score", *ORIGIN_KEYS]
     assert list(explained[0]["explain"]) == [
         "relevance",
         "status_rank",
@@ -120,7 +124,33 @@ def test_search_json_has_score_last_and_explain_before_it(run_cli: CliRun) -> No
     assert [m["id"] for m in policy] == [first["id"], second["id"]]
     human = run_cli("memory", "search", "lamp", "--explain")
     assert human.exit_code == 0 and "[relevance=" in human.stdout and first["id"] in human.stdout
+    assert "[mode=any keyword_rank=1 semantic_rank=- similarity=-]" in human.stdout
     assert _json(run_cli("memory", "search", "***", "--json")) == []
+    both = _json(run_cli("memory", "search", "lamp wick", "--mode", "keyword", "--json"))
+    assert [(m["id"], m["mode"]) for m in both] == [(first["id"], "keyword")]
+
+
+def test_a_relevance_search_pages_with_a_cursor(run_cli: CliRun) -> None:
+    """12 records match, 2 per page: every page but the last has a cursor, with and without
+    --json, and the pages hold each match once."""
+    for n in range(12):
+        _add(run_cli, "--kind", "fact", "--priority", str(n), f"deploy step {n}")
+    everything = _json(run_cli("memory", "search", "deploy", "--limit", "20", "--json"))
+    seen: list[str] = []
+    after: list[str] = []
+    for _page in range(6):
+        page = _json(
+            run_cli("memory", "search", "deploy", "--limit", "2", "--with-cursor", "--json", *after)
+        )
+        seen += [m["id"] for m in page["records"]]
+        if page["next_cursor"] is None:
+            break
+        after = ["--after", page["next_cursor"]]
+    assert seen == [m["id"] for m in everything] and page["next_cursor"] is None
+    human = run_cli("memory", "search", "deploy", "--limit", "2", "--with-cursor")
+    assert "more after this page: --after c2_" in human.stderr
+    last = run_cli("memory", "search", "deploy", "--limit", "20", "--with-cursor")
+    assert "lantern: this is the last page" in last.stderr
 
 
 def test_list_filters_explain_and_cursor_wrapper(run_cli: CliRun) -> None:
@@ -238,7 +268,19 @@ BAD_COMMANDS = [
     (["show", "mem_0000000000000000", "--chain"], 1, "no memory record"),
     (["search"], 2, "Missing argument 'QUERY'"),
     (["search", "x", "--order", "best"], 2, "'best' is not one of"),
-    (["search", "x", "--after", "c1_WzFd"], 1, "pages only order=policy"),
+    (["search", "x", "--after", "c1_WzFd"], 1, "a listing's cursor continues that listing"),
+    (["search", "x", "--mode", "fuzzy"], 2, "'fuzzy' is not one of 'keyword', 'any'"),
+    # A forged cursor: a time past SQLite's 64-bit integers, an unknown status.
+    (
+        ["list", "--after", "c1_WyJhY3RpdmUiLDUwLDAsOTk5OTk5OTk5OTk5OTk5OTk5OTk5OSwibWVtX3giXQ"],
+        1,
+        "not a cursor from a previous page",
+    ),
+    (
+        ["list", "--after", "c1_WyJnb25lIiw1MCwwLDEsIm1lbV94Il0"],
+        1,
+        "not a cursor from a previous page",
+    ),
     (["search", "x", "--order", "policy", "--after", "bogus"], 1, "not a cursor"),
     (["list", "--min-confidence", "2"], 1, "min_confidence must be a number"),
     (["list", "--updated-since", "tomorrow"], 1, "updated_since must be unix seconds"),

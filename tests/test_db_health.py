@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 from lantern.api import Lantern
 from lantern.cli import cli
 from lantern.maintenance.health import CHECKS
+from lantern.store import migrations
 from tests.helpers import CliRun, file_state, lantern_process
 from tests.memory_helpers import add_source, sql
 
@@ -51,7 +52,7 @@ def test_a_healthy_store_checks_ok_with_the_documented_json(
     assert report == {
         "url": url,
         "path": None if path is None else str(path),
-        "revision": "0005",
+        "revision": migrations.HEAD,
         "healthy": True,
         "checks": HEALTHY_CHECKS,
     }
@@ -134,12 +135,13 @@ def test_rebuild_index_repairs_what_check_found(run_cli: CliRun, store_url: str)
     assert result.exit_code == 0, result.stderr
     sqlite = "://" not in store_url
     assert json.loads(result.stdout) == {
-        "indexes": ["chunks_fts", "memory_fts", "memory_refs"]
+        "indexes": ["chunk_search_text", "chunks_fts", "memory_fts", "memory_refs"]
         if sqlite
-        else ["chunks", "memory_records", "memory_refs"],
+        else ["chunk_search_text", "chunks", "memory_records", "memory_refs"],
         "chunks": 2,
         "memories": 1,
         "references": 1,
+        "search_texts": 0,
     }
     assert _check(run_cli)[0] == 0
     with Lantern.open(store_url) as lt:
@@ -182,7 +184,7 @@ def test_backup_copies_a_live_store_with_its_write_ahead_log(db_path: Path, tmp_
     assert json.loads(result.stdout) == {
         "path": str(target),
         "size_bytes": target.stat().st_size,
-        "revision": "0005",
+        "revision": migrations.HEAD,
     }
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert sorted(p.name for p in target.parent.iterdir()) == ["copy.db"]
@@ -249,7 +251,7 @@ def test_backup_force_replaces(db_path: Path, tmp_path: Path) -> None:
     result = _cli(db_path, "db", "backup", str(tmp_path / "exists.db"), "--force")
     assert result.exit_code == 0, result.stderr
     with Lantern.open(tmp_path / "exists.db") as copy:
-        assert copy.status().revision == "0005"
+        assert copy.status().revision == migrations.HEAD
 
 
 def test_backup_of_a_postgres_store_points_to_pg_dump(postgres_url: str, tmp_path: Path) -> None:

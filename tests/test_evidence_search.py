@@ -1,4 +1,4 @@
-"""Keyword search through the Python API on every engine: ranking, filters, safety."""
+"""Evidence search through the Python API on every engine: modes, ranking, filters, safety."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
 from lantern.evidence.records import SearchHit
+from tests.helpers import HIT_KEYS
 
 BASE = 1_800_000_000
 FILLER = " ".join(f"filler{i}" for i in range(150))
@@ -71,31 +72,52 @@ def test_hits_carry_provenance_and_a_marked_snippet(corpus: Lantern) -> None:
         end_offset=len(chunk.text),
         score=hits[0].score,
         snippet=hits[0].snippet,
+        mode="any",
+        keyword_rank=1,
+        semantic_rank=None,
+        similarity=None,
     )
+    assert [hit.keyword_rank for hit in hits] == [1, 2]
     assert re.search("«[Ll]antern»", hits[0].snippet)
     long_text = corpus.evidence.get_source("doc:lantern-long").chunks
     assert long_text is not None
     assert "«lantern»" in hits[1].snippet and len(hits[1].snippet) < len(long_text[0].text) / 4
-    assert list(hits[0].to_json()) == [
-        "chunk_id",
-        "source_id",
-        "uri",
-        "kind",
-        "ordinal",
-        "start_offset",
-        "end_offset",
-        "score",
-        "snippet",
-    ]
+    assert list(hits[0].to_json()) == HIT_KEYS
 
 
 def test_words_phrases_and_prefixes(corpus: Lantern) -> None:
-    assert uris(corpus.evidence.search("lantern evidence")) == ["doc:lantern-short"]
-    assert uris(corpus.evidence.search('"keeps evidence"')) == ["doc:lantern-short"]
-    assert corpus.evidence.search('"evidence keeps"') == []
-    assert corpus.evidence.search("lant") == []
-    assert len(corpus.evidence.search("lant*")) == 2
-    assert uris(corpus.evidence.search("ZEBRAS")) == ["doc:unrelated"]
+    def search(query: str) -> list[SearchHit]:
+        return corpus.evidence.search(query, mode="keyword")
+
+    assert uris(search("lantern evidence")) == ["doc:lantern-short"]
+    assert uris(search('"keeps evidence"')) == ["doc:lantern-short"]
+    assert search('"evidence keeps"') == []
+    assert search("lant") == []
+    assert len(search("lant*")) == 2
+    assert uris(search("ZEBRAS")) == ["doc:unrelated"]
+
+
+def test_any_mode_matches_any_word_but_the_common_ones(corpus: Lantern) -> None:
+    def search(query: str, **options: object) -> list[SearchHit]:
+        return corpus.evidence.search(query, **options)  # type: ignore[arg-type]
+
+    # Either word is enough; the document holding the rarer one ranks first.
+    assert set(uris(search("lantern zebras"))) == {
+        "doc:lantern-short",
+        "doc:lantern-long",
+        "doc:unrelated",
+    }
+    assert uris(search("lantern zebras", mode="keyword")) == []
+    assert uris(search("where do the zebras graze?"))[0] == "doc:unrelated"
+    # Common words are left out when there is anything else, kept when there is not.
+    assert uris(search("where does the lantern live")) == ["doc:lantern-short", "doc:lantern-long"]
+    assert uris(search("the near")) == ["doc:unrelated"]
+    assert uris(search('"the river"')) == ["doc:unrelated"]  # a phrase is kept as typed
+    assert all(hit.mode == "any" for hit in search("lantern zebras"))
+    assert [hit.keyword_rank for hit in search("lantern zebras", limit=2)] == [1, 2]
+    assert all(hit.mode == "keyword" for hit in search("lantern", mode="keyword"))
+    with pytest.raises(InvalidInput, match="mode must be one of keyword, any; got 'fuzzy'"):
+        search("lantern", mode="fuzzy")
 
 
 def test_filters(corpus: Lantern) -> None:
@@ -165,11 +187,16 @@ QUERIES = st.lists(st.one_of(st.text(max_size=8), st.sampled_from(FRAGMENTS)), m
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-@given(query=QUERIES, limit=st.integers(min_value=1, max_value=5))
-def test_generated_queries_never_raise(corpus: Lantern, query: str, limit: int) -> None:
-    hits = corpus.evidence.search(query, limit=limit)
+@given(
+    query=QUERIES,
+    limit=st.integers(min_value=1, max_value=5),
+    mode=st.sampled_from(["keyword", "any"]),
+)
+def test_generated_queries_never_raise(corpus: Lantern, query: str, limit: int, mode: str) -> None:
+    hits = corpus.evidence.search(query, limit=limit, mode=mode)
     assert len(hits) <= limit
     assert all(a.score >= b.score for a, b in pairwise(hits))
+    assert [hit.keyword_rank for hit in hits] == list(range(1, len(hits) + 1))
 
 
 def test_raw_queries_reach_the_engine(corpus: Lantern) -> None:
@@ -184,7 +211,13 @@ def test_raw_queries_reach_the_engine(corpus: Lantern) -> None:
     with pytest.raises(InvalidInput, match="NUL"):
         corpus.evidence.search("a\x00b", raw=True)
     # The same malformed text is just words without --raw.
-    assert corpus.evidence.search("AND (") == []
+    assert corpus.evidence.search("AND (", mode="keyword") == []
+    # A raw query's mode is the engine's own: keyword.
+    assert {hit.mode for hit in corpus.evidence.search(either, raw=True, mode="keyword")} == {
+        "keyword"
+    }
+    with pytest.raises(InvalidInput, match="a raw query goes to the engine as written"):
+        corpus.evidence.search(either, raw=True, mode="any")
 
 
 @pytest.mark.parametrize(

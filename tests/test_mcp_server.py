@@ -205,6 +205,23 @@ def test_memory_tools_return_what_the_cli_prints(server: McpClient, store: str) 
         "--with-cursor",
     )  # fmt: skip
     assert by_policy["next_cursor"] is not None
+    # The default order pages too: a cursor until the last page, then null.
+    first = server.ok("lantern_memory_search", {"query": "ada tool", "limit": 2})
+    assert first == cli_json(store, "memory", "search", "ada tool", "--limit", "2", "--with-cursor")
+    assert first["next_cursor"] is not None
+    rest = server.ok("lantern_memory_search", {"query": "ada tool", "after": first["next_cursor"]})
+    assert rest["next_cursor"] is None
+    everything = server.ok("lantern_memory_search", {"query": "ada tool", "limit": 50})
+    assert first["records"] + rest["records"] == everything["records"]
+    assert [r["keyword_rank"] for r in everything["records"]] == list(
+        range(1, len(everything["records"]) + 1)
+    )
+    strict = server.ok("lantern_memory_search", {"query": "ada tool 2", "mode": "keyword"})
+    assert strict == cli_json(store, "memory", "search", "ada tool 2", "--mode", "keyword",
+                              "--with-cursor")  # fmt: skip
+    assert [(r["content"], r["mode"]) for r in strict["records"]] == [
+        ("Ada uses tool 2.", "keyword")
+    ]
 
     updated = server.ok(
         "lantern_memory_update",
@@ -294,6 +311,11 @@ def test_evidence_tools_return_what_the_cli_prints(server: McpClient, store: str
     assert narrowed == {"hits": cli_json(store, "search", "migration", "--source",
                                          "tool://pytest/run-1")}  # fmt: skip
     assert server.ok("lantern_search", {"query": "***"}) == {"hits": []}
+    question = {"query": "why did the rollback test fail?", "limit": 3}
+    answered = server.ok("lantern_search", question)
+    assert answered == {"hits": cli_json(store, "search", question["query"], "--limit", "3")}
+    assert answered["hits"] and answered["hits"][0]["mode"] == "any"
+    assert server.ok("lantern_search", {**question, "mode": "keyword"}) == {"hits": []}
 
     # A memory can cite what was just ingested; a reference to nothing needs allow_dangling.
     cited = _add(
@@ -333,6 +355,10 @@ SCHEMA_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     ("lantern_memory_add", {"kind": "fact", "content": "x", "scope": "s" * 513},
      "scope is too long: 513 characters, the limit is 512"),
     ("lantern_memory_list", {"limit": 0}, "limit must be at least 1; got 0"),
+    ("lantern_memory_search", {"query": "x", "mode": "semantic"},
+     'mode must be one of keyword, any; got "semantic"'),
+    ("lantern_search", {"query": "x", "since": 1.5},
+     "since must be an integer or a string; got number"),
     ("lantern_memory_list", {"limit": 10_001}, "limit must be at most 10000; got 10001"),
     ("lantern_memory_list", {"status": "deleted"},
      'status must be one of active, archived, superseded, all; got "deleted"'),

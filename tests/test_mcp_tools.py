@@ -29,6 +29,7 @@ from lantern.mcpserver import arguments, evidence_tools
 from lantern.mcpserver.server import TOOLS, Access, StoreHandle, build_server
 from lantern.mcpserver.wire import clean_text, repaired
 from lantern.memory.repository import MemoryRepository
+from lantern.retrieval.modes import DEFAULT_MODE
 
 SPECS = {spec.name: spec for spec in TOOLS}
 # Each tool beside the CLI command it mirrors and the API call it makes.
@@ -84,25 +85,27 @@ def test_the_table_has_every_tool_once() -> None:
     assert set(SPECS) == set(MIRRORS)
 
 
+def _type_arrays(schema: Any, where: str) -> list[str]:
+    """Where a schema gives `type` as an array (some clients accept only a single type)."""
+    if isinstance(schema, list):
+        return [found for item in schema for found in _type_arrays(item, where)]
+    if not isinstance(schema, dict):
+        return []
+    found = [where] if isinstance(schema.get("type"), list) else []
+    for key, value in schema.items():
+        found += _type_arrays(value, f"{where}.{key}")
+    return found
+
+
 @pytest.mark.parametrize("name", list(MIRRORS))
 def test_schemas_are_valid_and_closed(name: str) -> None:
     schema = SPECS[name].input_schema
     Draft202012Validator.check_schema(schema)
     assert schema["type"] == "object" and schema["additionalProperties"] is False
     for prop, fragment in schema["properties"].items():
-        assert "type" in fragment or "anyOf" in fragment, f"{name}.{prop} has no type"
-
-
-def _type_arrays(schema: Any, where: str) -> list[str]:
-    """Where a schema gives `type` as a list, which some clients refuse."""
-    if isinstance(schema, list):
-        return [found for item in schema for found in _type_arrays(item, where)]
-    if not isinstance(schema, dict):
-        return []
-    here = [where] if isinstance(schema.get("type"), list) else []
-    return here + [
-        found for key, value in schema.items() for found in _type_arrays(value, f"{where}.{key}")
-    ]
+        options = fragment.get("anyOf", [])
+        typed = "type" in fragment or (options and all("type" in option for option in options))
+        assert typed, f"{name}.{prop} has no type"
 
 
 @pytest.mark.parametrize("name", list(MIRRORS))
@@ -132,7 +135,9 @@ def test_defaults_are_the_api_defaults(name: str) -> None:
             assert parameter is None and fragment["default"] is False
         elif "default" in fragment:
             assert parameter is not None, f"{name}.{prop} is not an API argument"
-            assert fragment["default"] == parameter.default, f"{name}.{prop}"
+            # The API takes None for the default mode, so that a raw query can tell "no mode".
+            default = DEFAULT_MODE if prop == "mode" else parameter.default
+            assert fragment["default"] == default, f"{name}.{prop}"
 
 
 @pytest.mark.parametrize("name", list(MIRRORS))

@@ -3,6 +3,8 @@ cursor paging under concurrent writes, `explain`, and the index walk behind `mem
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pytest
@@ -41,10 +43,31 @@ def test_search_ranks_by_relevance_and_shows_the_score(lt: Lantern) -> None:
     assert [m.record.id for m in matches] == [many.id, once.id]
     assert matches[0].score > matches[1].score > 0
     rendered = matches[0].to_json()
-    assert list(rendered)[-1] == "score" and rendered["score"] == matches[0].score
-    assert {k: v for k, v in rendered.items() if k != "score"} == many.to_json()
+    assert list(rendered)[-5:] == ["score", "mode", "keyword_rank", "semantic_rank", "similarity"]
+    assert rendered["score"] == matches[0].score
+    assert [rendered[key] for key in list(rendered)[-4:]] == ["any", 1, None, None]
+    assert {k: v for k, v in rendered.items() if k in many.to_json()} == many.to_json()
     by_policy = lt.memory.search("lantern", order="policy")
     assert [m.record.id for m in by_policy] == [once.id, many.id]
+    # In policy order, keyword_rank is still the place in the relevance ranking.
+    assert [m.keyword_rank for m in by_policy] == [2, 1]
+
+
+def test_modes_keyword_requires_every_word_any_ranks_the_rarest_first(lt: Lantern) -> None:
+    home = lt.memory.add(kind="fact", content="Rosa's home is a flat in Campo de Ourique.")
+    lt.memory.add(kind="fact", content="Rosa is allergic to nuts.")
+    lt.memory.add(kind="fact", content="The user asked where to buy a lamp for the home.")
+    question = "Where is the home of Rosa now?"
+    assert lt.memory.search(question, mode="keyword") == []
+    found = lt.memory.search(question, mode="any")
+    assert found[0].record.id == home.id and all(m.mode == "any" for m in found)
+    assert [m.record.id for m in lt.memory.search("rosa home", mode="keyword")] == [home.id]
+    assert {m.mode for m in lt.memory.search("rosa home", mode="keyword")} == {"keyword"}
+    assert lt.memory.search(question) == found  # any is the default
+    # Only common words: they are searched rather than dropped.
+    assert [m.record.id for m in lt.memory.search("where the", mode="any")] != []
+    with pytest.raises(InvalidInput, match="mode must be one of keyword, any"):
+        lt.memory.search("x", mode="semantic")
 
 
 def test_search_syntax_phrases_prefixes_and_odd_input(lt: Lantern) -> None:
@@ -57,6 +80,7 @@ def test_search_syntax_phrases_prefixes_and_odd_input(lt: Lantern) -> None:
     for odd in ['NEAR(a b) OR "', "col:value ^x (", "AND", "-- ' ; DROP TABLE x"]:
         lt.memory.search(odd)  # never an error
     assert lt.memory.search("") == [] and lt.memory.search("  *  ") == []
+    assert lt.memory.search("separate branches", mode="keyword") != []
     with pytest.raises(InvalidInput, match="order must be one of relevance, policy"):
         lt.memory.search("x", order="random")
 
@@ -201,22 +225,18 @@ _A_CURSOR = "c1_WyJhY3RpdmUiLDUwLDAsMTgwMDAwMDAwMCwibWVtXzAwMDAwMDAwMDAwMDAwMDAi
         pytest.param({"limit": 10**5_000}, "from 1 to 10000; got an integer", id="huge-limit"),
         ({"cites": "nocolon"}, "must be TYPE:ID"),
         ({"scope": " x*"}, "surrounding whitespace"),
-        ({"after": "c1_garbage!"}, "not a cursor"),
+        ({"after": "c2_garbage!"}, "not a cursor"),
         ({"after": "nonsense"}, "not a cursor"),
-        ({"after": "c1_WzEsMiwzXQ"}, "not a cursor"),  # [1,2,3]
+        ({"after": "c2_WzEsMiwzXQ"}, "not a cursor"),  # [1,2,3]
         ({"after": _A_CURSOR, "offset": 3}, "either an offset or a cursor"),
     ],
 )
 def test_bad_filters_are_refused(lt: Lantern, kwargs: dict[str, Any], message: str) -> None:
+    listing = {k: v.replace("c2_", "c1_") if isinstance(v, str) else v for k, v in kwargs.items()}
     with pytest.raises(InvalidInput, match=message):
-        lt.memory.list(**kwargs)
+        lt.memory.list(**listing)
     with pytest.raises(InvalidInput, match=message):
         lt.memory.search("x", order="policy", **kwargs)
-
-
-def test_a_cursor_pages_only_the_policy_order_of_a_search(lt: Lantern) -> None:
-    with pytest.raises(InvalidInput, match="pages only order=policy"):
-        lt.memory.search("x", after=_A_CURSOR)
 
 
 # --- cursors -----------------------------------------------------------------------------------
@@ -337,7 +357,151 @@ def test_search_pages_by_cursor_in_policy_order(lt: Lantern, clock: Clock) -> No
             break
         after = page.next_cursor
     assert found == [m.record.id for m in everything]
-    assert lt.memory.search("lamp", limit=5).next_cursor is None  # relevance: no cursor
+    assert [m.keyword_rank for m in everything] == [
+        m.keyword_rank for m in _search_pages(lt, "lamp", limit=5, order="policy")
+    ]
+
+
+def _search_pages(lt: Lantern, query: str, **options: Any) -> list[Any]:
+    found: list[Any] = []
+    after = None
+    while True:
+        page = lt.memory.search(query, after=after, **options)
+        found += page
+        if page.next_cursor is None:
+            return found
+        after = page.next_cursor
+
+
+@pytest.mark.parametrize("mode", ["keyword", "any"])
+@pytest.mark.parametrize("order", ["relevance", "policy"])
+def test_every_search_order_pages_by_cursor(
+    lt: Lantern, clock: Clock, mode: str, order: str
+) -> None:
+    """12 records match and a page holds 2: the cursor goes through all of them, in order,
+    each once, with keyword ranks that keep counting; null only on the last page."""
+    for n in range(12):
+        clock.now = BASE_TIME + n
+        words = "deploy " * (1 + n % 3) + f"the service {n}"
+        lt.memory.add(kind="fact", content=words, priority=n % 4 * 20)
+    lt.memory.add(kind="fact", content="unrelated")
+    everything = lt.memory.search("deploy service", mode=mode, order=order, limit=100)
+    assert len(everything) == 12
+    first = lt.memory.search("deploy service", mode=mode, order=order, limit=2)
+    assert first.next_cursor is not None and first.next_cursor.startswith("c2_")
+    for limit in (1, 2, 5, 11, 12):
+        paged = _search_pages(lt, "deploy service", mode=mode, order=order, limit=limit)
+        assert paged == list(everything)
+    if order == "relevance":
+        assert [m.keyword_rank for m in everything] == list(range(1, 13))
+    assert lt.memory.search("deploy service", mode=mode, order=order, limit=12).next_cursor is None
+
+
+def test_relevance_pages_stay_joined_while_another_writer_adds_records(
+    lt: Lantern, store_url: str, clock: Clock
+) -> None:
+    """Every write moves every score (BM25 weighs words by how many records hold them): the
+    next page starts after the last hit as it ranks now, so a record that keeps its place
+    relative to the others is neither repeated nor skipped."""
+    for n in range(20):
+        clock.now = BASE_TIME + n
+        lt.memory.add(kind="fact", content="lamp " * (1 + n % 4) + f"oil {n}", priority=n % 3)
+    before = [m.record.id for m in lt.memory.search("lamp", limit=100)]
+    seen: list[str] = []
+    after = None
+    with Lantern.open(store_url) as other:
+        for round_number in range(30):
+            page = lt.memory.search("lamp", limit=3, after=after)
+            seen += [m.record.id for m in page]
+            if page.next_cursor is None:
+                break
+            after = page.next_cursor
+            other.memory.add(kind="fact", content=f"unrelated note {round_number}")
+            other.memory.add(kind="fact", content="lamp " * 9 + f"new {round_number}")
+    originals = [record_id for record_id in seen if record_id in before]
+    assert originals == before
+
+
+def test_a_search_cursor_continues_only_its_own_search(lt: Lantern) -> None:
+    for n in range(5):
+        lt.memory.add(kind="fact", scope="s", content=f"lamp {n}", priority=n)
+    cursor = lt.memory.search("lamp", limit=2).next_cursor
+    assert cursor is not None
+    assert len(lt.memory.search("lamp", limit=2, after=cursor)) == 2
+    for other in (
+        {"query": "lamps"},
+        {"mode": "keyword"},
+        {"order": "policy"},
+        {"scope": "s"},
+        {"status": "all"},
+    ):
+        options: dict[str, Any] = {"query": "lamp", **other}
+        with pytest.raises(InvalidInput, match="this cursor continues another search"):
+            lt.memory.search(options.pop("query"), limit=2, after=cursor, **options)
+    with pytest.raises(InvalidInput, match="a search's cursor continues that search"):
+        lt.memory.list(after=cursor)
+    listing = lt.memory.list(limit=2).next_cursor
+    with pytest.raises(InvalidInput, match="a listing's cursor continues that listing"):
+        lt.memory.search("lamp", after=listing)
+
+
+def _forged(prefix: str, body: Any) -> str:
+    encoded = base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+    return prefix + encoded
+
+
+_KEYS = ["active", 50, 0, 1_800_000_000, "mem_0000000000000000"]
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        ["active", 50, 0, 2**63, "mem_0000000000000000"],  # past SQLite's 64-bit integers
+        ["active", 50, 0, 10**400, "mem_0000000000000000"],
+        ["deleted", 50, 0, 1, "mem_0000000000000000"],  # an unknown status
+        ["active", 101, 0, 1, "mem_0000000000000000"],
+        ["active", True, 0, 1, "mem_0000000000000000"],
+        ["active", 50, 0, 1.5, "mem_0000000000000000"],
+        ["active", 50, 0, 1, ""],
+        ["active", 50, 0, 1, "mem_\ud800"],
+        ["active", 50, 0, 1, {"id": 1}],
+        [["active"], 50, 0, 1, "mem_0000000000000000"],
+    ],
+)
+def test_forged_listing_cursors_are_refused(lt: Lantern, keys: list[Any]) -> None:
+    forged = _forged("c1_", keys)
+    with pytest.raises(InvalidInput, match="not a cursor from a previous page"):
+        lt.memory.list(after=forged)
+
+
+def test_forged_search_cursors_are_refused(lt: Lantern) -> None:
+    lt.memory.add(kind="fact", content="lamp")
+    lt.memory.add(kind="fact", content="lamp two")
+    genuine = lt.memory.search("lamp", limit=1).next_cursor
+    assert genuine is not None
+    body = json.loads(base64.urlsafe_b64decode(genuine[3:] + "=="))
+    forgeries = [
+        {**body, "s": "1.5"},
+        {**body, "s": None},
+        {**body, "s": 10**400},
+        {**body, "r": 0},
+        {**body, "r": 2**63},
+        {**body, "r": None},
+        {**body, "k": ["gone", *_KEYS[1:]]},
+        {**body, "extra": 1},
+        {key: value for key, value in body.items() if key != "r"},
+        [body],
+        "text",
+    ]
+    for forged in forgeries:
+        with pytest.raises(InvalidInput, match="not a cursor from a previous page"):
+            lt.memory.search("lamp", limit=1, after=_forged("c2_", forged))
+    assert lt.memory.search("lamp", limit=1, after=_forged("c2_", body))  # the genuine body
+    nan = "c2_" + base64.urlsafe_b64encode(
+        json.dumps(body).replace(repr(body["s"]), "NaN").encode()
+    ).decode().rstrip("=")
+    with pytest.raises(InvalidInput, match="not a cursor from a previous page"):
+        lt.memory.search("lamp", limit=1, after=nan)
 
 
 # --- explain -----------------------------------------------------------------------------------
@@ -354,7 +518,14 @@ def test_explain_keys_follow_the_documented_order(lt: Lantern) -> None:
     }
     [match] = lt.memory.search("lamp")
     by_relevance = match.to_json(explain=True)
-    assert list(by_relevance)[-2:] == ["explain", "score"]
+    assert list(by_relevance)[-6:] == [
+        "explain",
+        "score",
+        "mode",
+        "keyword_rank",
+        "semantic_rank",
+        "similarity",
+    ]
     assert list(by_relevance["explain"]) == [
         "relevance",
         "status_rank",

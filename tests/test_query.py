@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lantern.retrieval.query import MAX_TERMS, ParsedQuery, Term, _tsquery_operand, parse_query
+from lantern.retrieval.stopwords import STOP_WORDS
 
 PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -159,6 +160,35 @@ def test_rendering() -> None:
     assert query.to_tsquery() == (r"('C++' | 'C') & 'don''t' & 'e-mail':* & ('it''s' <-> 'a\\b':*)")
 
 
+def test_any_of_drops_common_words_and_joins_with_or() -> None:
+    query = parsed('Where does the user live now? "the who" the* doesn\'t C++')
+    relaxed = query.any_of()
+    assert relaxed.match_any and not query.match_any
+    assert [term.tokens for term in relaxed.terms] == [
+        ("user",),
+        ("live",),
+        ("now",),
+        ("the", "who"),  # a quoted phrase is kept as typed
+        ("the",),  # so is a prefix
+        ("c",),
+    ]
+    assert relaxed.to_fts5() == '"user" OR "live" OR "now" OR "the who" OR "the"* OR "c"'
+    assert relaxed.to_tsquery() == (
+        "'user' | 'live' | ('now?' | 'now') | ('the' <-> 'who') | 'the':* | ('C++' | 'C')"
+    )
+    # Nothing but common words: all of them are kept rather than none.
+    only_common = parsed("what is it").any_of()
+    assert [term.tokens for term in only_common.terms] == [("what",), ("is",), ("it",)]
+    assert only_common.to_fts5() == '"what" OR "is" OR "it"'
+
+
+def test_the_stop_list_is_lower_case_single_tokens() -> None:
+    assert STOP_WORDS and all(word == word.lower() for word in STOP_WORDS)
+    assert all(parsed(word).terms[0].tokens == (word,) for word in STOP_WORDS)
+    assert {"the", "does", "he", "what", "is", "doesn", "t"} <= STOP_WORDS
+    assert not {"user", "live", "home", "deploy", "now", "not", "before", "first"} & STOP_WORDS
+
+
 def test_hand_built_terms_render_from_tokens() -> None:
     query = ParsedQuery((Term(("a", 'b"c'), True), Term((), False), Term(("it's",), False)))
     assert query.to_fts5() == '"a b""c"* "it\'s"'
@@ -214,6 +244,12 @@ def test_fts5_semantics(fts5: sqlite3.Connection) -> None:
     assert search("don't know") == ["we don't know"]
     assert search('"don\'t know"') == ["we don't know"]
 
+    def any_of(text: str) -> list[str]:
+        return sorted(fts5_search(fts5, parsed(text).any_of()))
+
+    assert any_of("foo daily") == ["I use C++ daily", "foo", "foo bar baz", "send e-mails daily"]
+    assert any_of("what is the foo") == ["foo", "foo bar baz"]
+
 
 @PROPERTY
 @given(NASTY_TEXT)
@@ -221,6 +257,7 @@ def test_fts5_never_raises(fts5: sqlite3.Connection, text: str) -> None:
     query = parse_query(text)
     if query is not None:
         fts5_search(fts5, query)
+        fts5_search(fts5, query.any_of())
 
 
 @PROPERTY
@@ -257,6 +294,9 @@ def test_pg_semantics(pg: Any) -> None:
     assert pg_matches(pg, "foobar", parsed("foo*"))
     assert pg_matches(pg, "see example.com now", parsed("example.com"))
     assert pg_matches(pg, "AND OR NOT", parsed("not or and"))
+    assert pg_matches(pg, "foo only", parsed("foo bar").any_of())
+    assert not pg_matches(pg, "the only", parsed("the foo").any_of())
+    assert pg_matches(pg, "the only", parsed("the a").any_of())
 
 
 @PROPERTY
@@ -265,6 +305,7 @@ def test_pg_never_raises(pg: Any, text: str) -> None:
     query = parse_query(text)
     if query is not None:
         pg.execute("SELECT to_tsquery('simple', %s)", (query.to_tsquery(),))
+        pg.execute("SELECT to_tsquery('simple', %s)", (query.any_of().to_tsquery(),))
 
 
 @PROPERTY

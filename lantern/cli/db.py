@@ -116,8 +116,9 @@ def rebuild_index_command(ctx: click.Context, as_json: bool) -> None:
         emit_json(report.to_json())
         return
     click.echo(
-        f"rebuilt {', '.join(report.indexes)} from {report.chunks} chunks, "
-        f"{report.memories} memory records and {report.references} references"
+        f"rebuilt {', '.join(report.indexes)} from {report.chunks} chunks "
+        f"({report.search_texts} searched by their decoded text), {report.memories} memory "
+        f"records and {report.references} references"
     )
 
 

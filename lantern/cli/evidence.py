@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, note, read_stdin, when
+from lantern.cli.output import emit_json, json_option, note, origin_text, read_stdin, when
 from lantern.evidence.records import IngestSummary
+from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
 
 if TYPE_CHECKING:
     from lantern.evidence.records import Chunk, ChunkDetail, SearchHit, Source
@@ -120,8 +121,19 @@ def ingest(
 )
 @click.option("--since", metavar="TIME", help="Chunks ingested at or after this time.")
 @click.option("--until", metavar="TIME", help="Chunks ingested before this time.")
+@click.option(
+    "--mode",
+    type=click.Choice(SEARCH_MODES),
+    help=f"keyword: every word must appear; any: any word but common ones, ranked by "
+    f"relevance (default: {DEFAULT_MODE}).",
+)
 @click.option("--limit", type=int, default=20, show_default=True, help="At most this many hits.")
-@click.option("--raw", is_flag=True, help="Pass the query to the engine as it is (FTS5/tsquery).")
+@click.option(
+    "--raw",
+    is_flag=True,
+    help="Pass the query to the engine as it is (FTS5/tsquery); its mode is keyword.",
+)
+@click.option("--explain", is_flag=True, help="Show the ranking each hit came from, and its rank.")
 @json_option
 @click.pass_context
 def search(
@@ -131,16 +143,22 @@ def search(
     sources: tuple[str, ...],
     since: str | None,
     until: str | None,
+    mode: str | None,
     limit: int,
     raw: bool,
+    explain: bool,
     as_json: bool,
 ) -> None:
-    """Search chunk text by keywords, best matches first (BM25 on SQLite).
+    """Search what chunks say, best matches first (BM25 on SQLite).
 
-    Words must all appear; "quoted words" as a phrase; word* as a prefix. Everything else is
-    literal text, so any input is safe. TIME is unix seconds or ISO-8601. Example:
+    With --mode any (the default) a chunk matches any of the words, common words left out,
+    and those sharing the rarest words rank first: ask in plain words. With --mode keyword
+    every word must appear. "quoted words" match as a phrase, word* as a prefix; everything
+    else is literal text, so any input is safe. TIME is unix seconds or ISO-8601. Examples:
 
-        lantern search '"release checklist"' deploy* --kind markdown --limit 5
+        lantern search where did we decide to deploy from
+
+        lantern search '"release checklist"' deploy* --mode keyword --kind markdown
     """
     hits = open_lantern(ctx).evidence.search(
         " ".join(query),
@@ -150,12 +168,13 @@ def search(
         until=until,
         limit=limit,
         raw=raw,
+        mode=mode,
     )
     if as_json:
         emit_json([hit.to_json() for hit in hits])
         return
     for hit in hits:
-        _show_hit(hit)
+        _show_hit(hit, explain=explain)
 
 
 @click.group("source")
@@ -336,9 +355,11 @@ def _preview(text: str, width: int = 60) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def _show_hit(hit: SearchHit) -> None:
+def _show_hit(hit: SearchHit, *, explain: bool) -> None:
     offsets = f"[{_offset(hit.start_offset)}:{_offset(hit.end_offset)}]"
     click.echo(f"{hit.chunk_id}  {hit.score:.4g}  {hit.kind}  {hit.uri} #{hit.ordinal} {offsets}")
+    if explain:
+        click.echo("    " + origin_text(hit))
     click.echo(f"    {' '.join(hit.snippet.split())}")
 
 

@@ -17,6 +17,7 @@ from lantern.cli.output import (
     json_option,
     list_records,
     note,
+    origin_text,
     read_stdin,
     ref_text,
     show_record,
@@ -24,6 +25,7 @@ from lantern.cli.output import (
 )
 from lantern.errors import InvalidInput
 from lantern.memory.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
+from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
 from lantern.validation import MAX_CONTENT_CHARS, MEMORY_KINDS, SEARCH_ORDERS, STATUS_FILTERS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -95,7 +97,8 @@ _filter_options = _options(
     click.option(
         "--with-cursor",
         is_flag=True,
-        help='With --json, print {"records": [...], "next_cursor": ...} instead of the array.',
+        help='With --json, print {"records": [...], "next_cursor": ...} instead of the array; '
+        "without, print the next cursor on stderr.",
     ),
     click.option("--explain", is_flag=True, help="Show the keys each record was ordered by."),
 )
@@ -323,6 +326,12 @@ def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any
 @memory.command("search")
 @click.argument("query")
 @click.option(
+    "--mode",
+    type=click.Choice(SEARCH_MODES),
+    help=f"keyword: every word must appear; any: any word but common ones, ranked by "
+    f"relevance (default: {DEFAULT_MODE}).",
+)
+@click.option(
     "--order",
     type=click.Choice(SEARCH_ORDERS),
     default="relevance",
@@ -334,16 +343,27 @@ def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any
 @json_option
 @click.pass_context
 def search_command(
-    ctx: click.Context, /, query: str, order: str, limit: int, as_json: bool, **params: Any
+    ctx: click.Context,
+    /,
+    query: str,
+    mode: str | None,
+    order: str,
+    limit: int,
+    as_json: bool,
+    **params: Any,
 ) -> None:
-    """Keyword search over memory content; each result shows its score (higher is better).
+    """Search memory content; each result shows its score (higher is better).
 
-    Words must all appear; "quoted words" must appear together; word* matches a prefix.
-    Nothing else in the query is an operator. --after pages only --order policy.
+    With --mode any (the default) a record matches any of the words, common words left out,
+    and those sharing the rarest words rank first: ask in plain words. With --mode keyword
+    every word must appear. "quoted words" must appear together; word* matches a prefix;
+    nothing else is an operator. Both orders page with --after.
 
-        lantern memory search "branches" --scope 'user:*' --json
+        lantern memory search "where does the user live" --scope 'user:*' --json
     """
-    matches = open_lantern(ctx).memory.search(query, order=order, limit=limit, **_filters(params))
+    matches = open_lantern(ctx).memory.search(
+        query, mode=mode, order=order, limit=limit, **_filters(params)
+    )
     explain, with_cursor = params["explain"], params["with_cursor"]
     if as_json:
         by_relevance = order == "relevance"
@@ -560,7 +580,11 @@ def _paged(rendered: list[dict[str, Any]], page: Page, with_cursor: bool) -> Any
 
 
 def _cursor_note(page: Page, with_cursor: bool) -> None:
-    if with_cursor and page.next_cursor is not None:
+    if not with_cursor:
+        return
+    if page.next_cursor is None:
+        note("this is the last page")
+    else:
         note(f"more after this page: --after {page.next_cursor}")
 
 
@@ -577,6 +601,7 @@ def _show_match(match: MemoryMatch, *, explain: bool, by_relevance: bool) -> Non
     prefix = f"{match.score:>10.4g}  "
     if explain:
         relevance = match.score if by_relevance else None
+        prefix += origin_text(match) + " "
         prefix += _keys_text(order_keys(match.record, relevance=relevance)) + "  "
     click.echo(prefix, nl=False)
     list_records([match.record])

@@ -112,3 +112,14 @@ def list_records(records: Iterable[MemoryRecord]) -> None:
             f"{record.id}  {record.status:<10}  p{record.priority:<3} u{record.urgency:<3} "
             f"c{record.confidence:<4g}  {record.kind:<11}  {record.scope}  {content}"
         )
+
+
+def origin_text(hit: Any) -> str:
+    """Where a search hit came from (`--explain`): its ranking, its keyword rank, and its
+    semantic rank and similarity ('-' where there is none)."""
+    semantic = "-" if hit.semantic_rank is None else str(hit.semantic_rank)
+    similarity = "-" if hit.similarity is None else f"{hit.similarity:.4f}"
+    keyword = "-" if hit.keyword_rank is None else str(hit.keyword_rank)
+    return (
+        f"[mode={hit.mode} keyword_rank={keyword} semantic_rank={semantic} similarity={similarity}]"
+    )

@@ -140,7 +140,12 @@ class ChunkDetail:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One search result; `score` is higher for better matches (docs/search.md, "Ranking")."""
+    """One search result; `score` is higher for better matches (docs/search.md, "Ranking").
+
+    The last four fields explain where the hit came from (`lantern.retrieval.modes`): the
+    ranking (`mode`), its 1-based place in the keyword ranking, and its place in the semantic
+    ranking and its cosine similarity, which are None until a semantic ranking exists.
+    """
 
     chunk_id: str
     source_id: str
@@ -151,6 +156,10 @@ class SearchHit:
     end_offset: int | None
     score: float
     snippet: str
+    mode: str
+    keyword_rank: int | None
+    semantic_rank: int | None = None
+    similarity: float | None = None
 
     def to_json(self) -> JSONObject:
         """The hit as JSON: the keys of docs/json.md ("Search hits"), in that order."""
@@ -164,6 +173,10 @@ class SearchHit:
             "end_offset": self.end_offset,
             "score": self.score,
             "snippet": self.snippet,
+            "mode": self.mode,
+            "keyword_rank": self.keyword_rank,
+            "semantic_rank": self.semantic_rank,
+            "similarity": self.similarity,
         }
 
 

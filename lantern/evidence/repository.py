@@ -52,6 +52,7 @@ from lantern.evidence.writing import (
     serialize_writers,
     write_documents,
 )
+from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES, SearchMode
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.engine import Store, now
 from lantern.store.models import chunks, sources
@@ -202,15 +203,28 @@ class EvidenceRepository:
         until: int | str | None = None,
         limit: int = DEFAULT_SEARCH_LIMIT,
         raw: bool = False,
+        mode: str | None = None,
     ) -> list[SearchHit]:
         """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`).
 
-        `kind` and `source` (a source id or a URI prefix) take one value or several (any of
-        them matches); `since`/`until` bound the time a chunk was ingested (`since` <=
-        created_at < `until`). A query with nothing searchable returns no hits. With `raw`,
-        the query goes to the engine as it is (FTS5 or `to_tsquery` syntax), and a malformed
-        one raises `InvalidInput`.
+        `mode` is `keyword` (every word required) or `any` (any word but the common ones;
+        the default, `lantern.retrieval.modes.DEFAULT_MODE`). `kind` and `source` (a source id
+        or a URI prefix) take one value or several (any of them matches); `since`/`until`
+        bound the time a chunk was ingested (`since` <= created_at < `until`). A query with
+        nothing searchable returns no hits. With `raw`, the query goes to the engine as it is
+        (FTS5 or `to_tsquery` syntax; the mode is then `keyword`, the engine's own), and a
+        malformed one raises `InvalidInput`.
         """
+        chosen = DEFAULT_MODE
+        if mode is not None:
+            chosen = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
+        if raw:
+            if mode is not None and chosen is not SearchMode.KEYWORD:
+                raise InvalidInput(
+                    "a raw query goes to the engine as written, so its mode is keyword; "
+                    f"mode {mode} does not apply (write OR in the query instead)"
+                )
+            chosen = SearchMode.KEYWORD
         filters = SearchFilters(
             kinds=tuple(inputs.filter_values("kind", kind)),
             sources=tuple(inputs.filter_values("source", source)),
@@ -230,7 +244,7 @@ class EvidenceRepository:
             if parsed is None:
                 return []
             prepared = parsed
-        return search_chunks(self._store, prepared, filters, checked_limit)
+        return search_chunks(self._store, prepared, filters, checked_limit, chosen)
 
     # --- inspect and remove ---------------------------------------------------------------
 

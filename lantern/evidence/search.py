@@ -1,9 +1,16 @@
 """Keyword search over chunks: one SQL statement per engine, with the same result shape.
 
-SQLite answers from the legacy FTS5 index `chunks_fts` (external content on the `chunks` rowid,
-kept current by the `chunks_ai`/`chunks_ad`/`chunks_au` triggers); PostgreSQL from the generated
-`chunks.text_tsv` column and its GIN index (revision 0004). Neither index is in the models: they
-belong here.
+A chunk is searched by its searchable text: the decoded turns of a transcript chunk, the
+chunk's own text otherwise (`lantern.evidence.searchtext`, stored in `chunk_search_text` where
+it differs, revision 0007). SQLite answers from the FTS5 index `chunks_fts`, external content
+over the view `chunk_search` (each chunk's rowid and searchable text), kept current by the
+`chunks_ai`/`chunks_ad`/`chunks_au` triggers. PostgreSQL answers from two GIN indexes: the
+generated `chunks.text_tsv` (revision 0004) for chunks without a searchable-text row and
+`chunk_search_text.text_tsv` for those with one, one index-served branch each, merged. Neither
+index is in the models: they belong here. Snippets are cut from the searchable text.
+
+The query's words are all required (`keyword`) or any of them may match (`any`, with common
+words left out): `lantern.retrieval.query` renders both for each engine.
 
 Ranking (docs/search.md, "Ranking", explains it to users):
 
@@ -33,20 +40,23 @@ from sqlalchemy import (
     bindparam,
     cast,
     column,
+    exists,
     func,
     literal_column,
     or_,
     select,
     table,
+    union_all,
 )
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnClause
 
 from lantern.errors import InvalidInput, LanternError
 from lantern.evidence.records import SearchHit
+from lantern.retrieval.modes import SearchMode
 from lantern.retrieval.query import ParsedQuery
 from lantern.store.engine import Store
-from lantern.store.models import chunks, sources
+from lantern.store.models import chunk_search_text, chunks, sources
 from lantern.store.prepared import Prepared
 
 MARK_START = "«"
@@ -63,6 +73,7 @@ _FTS = table("chunks_fts", column("rowid"))
 _FTS_TABLE: ColumnClause[Any] = literal_column("chunks_fts")
 _CHUNK_ROWID: ColumnClause[Any] = literal_column("chunks.rowid")
 _TSVECTOR: ColumnClause[Any] = literal_column("chunks.text_tsv")
+_SEARCH_TSVECTOR: ColumnClause[Any] = literal_column("chunk_search_text.text_tsv")
 _SIMPLE: ColumnClause[Any] = literal_column("'simple'::regconfig")
 
 _SYNTAX_ERROR = "42601"
@@ -142,12 +153,21 @@ _MAX_SHAPES = 256
 
 
 def search_chunks(
-    store: Store, query: ParsedQuery | str, filters: SearchFilters, limit: int
+    store: Store,
+    query: ParsedQuery | str,
+    filters: SearchFilters,
+    limit: int,
+    mode: SearchMode = SearchMode.KEYWORD,
 ) -> list[SearchHit]:
     """The best `limit` chunks for `query`: parsed user input, or a raw engine query (str).
 
-    A raw query the engine cannot parse raises `InvalidInput`; a parsed query never fails.
+    A parsed query is matched as `mode` says (all words, or any but the common ones); a raw
+    query is the engine's as written. A raw query the engine cannot parse raises
+    `InvalidInput`; a parsed query never fails. Hits come ranked, best first, each with its
+    `keyword_rank`.
     """
+    if isinstance(query, ParsedQuery) and mode is SearchMode.ANY:
+        query = query.any_of()
     dialect = store.dialect
     if dialect == "postgresql":
         engine = "PostgreSQL to_tsquery"
@@ -176,7 +196,7 @@ def search_chunks(
                 "leave out --raw to search for the words as typed"
             ) from exc
         raise
-    return [_hit(row) for row in rows]
+    return [_hit(row, mode, rank) for rank, row in enumerate(rows, 1)]
 
 
 def _columns() -> list[Any]:
@@ -209,14 +229,41 @@ def _sqlite_statement(filters: SearchFilters) -> Select[Any]:
 
 
 def _postgres_statement(filters: SearchFilters) -> Select[Any]:
-    """The GIN index finds, ts_rank_cd ranks; ts_headline runs on the returned rows only."""
+    """The GIN indexes find, ts_rank_cd ranks; ts_headline runs on the returned rows only.
+
+    Two branches, each served by its own index and cut to the best `limit`: chunks searched by
+    their own text (no `chunk_search_text` row, an anti-join on its key), and chunks searched
+    by their row's text. The best `limit` of both are the best `limit` of all.
+    """
     query = func.to_tsquery(_SIMPLE, bindparam("match", type_=Text))
-    score = cast(func.ts_rank_cd(_TSVECTOR, query, 1), Float)
-    best = (
-        select(*_columns(), chunks.c.text, score.label("score"))
+    own_score = cast(func.ts_rank_cd(_TSVECTOR, query, 1), Float)
+    own = (
+        select(*_columns(), chunks.c.text, own_score.label("score"))
         .select_from(chunks.join(sources, sources.c.id == chunks.c.source_id))
-        .where(_TSVECTOR.op("@@")(query), *filters.clauses())
-        .order_by(score.desc(), chunks.c.id)
+        .where(
+            _TSVECTOR.op("@@")(query),
+            ~exists().where(chunk_search_text.c.chunk_id == chunks.c.id),
+            *filters.clauses(),
+        )
+        .order_by(own_score.desc(), chunks.c.id)
+        .limit(bindparam("limit"))
+    )
+    derived_score = cast(func.ts_rank_cd(_SEARCH_TSVECTOR, query, 1), Float)
+    derived = (
+        select(*_columns(), chunk_search_text.c.text, derived_score.label("score"))
+        .select_from(
+            chunk_search_text.join(chunks, chunks.c.id == chunk_search_text.c.chunk_id).join(
+                sources, sources.c.id == chunks.c.source_id
+            )
+        )
+        .where(_SEARCH_TSVECTOR.op("@@")(query), *filters.clauses())
+        .order_by(derived_score.desc(), chunks.c.id)
+        .limit(bindparam("limit"))
+    )
+    merged = union_all(own.subquery().select(), derived.subquery().select()).subquery("merged")
+    best = (
+        select(merged)
+        .order_by(merged.c.score.desc(), merged.c.id)
         .limit(bindparam("limit"))
         .subquery("best")
     )
@@ -230,7 +277,7 @@ def _postgres_statement(filters: SearchFilters) -> Select[Any]:
     ).order_by(best.c.score.desc(), best.c.id)
 
 
-def _hit(row: Any) -> SearchHit:
+def _hit(row: Any, mode: SearchMode, rank: int) -> SearchHit:
     return SearchHit(
         chunk_id=row[0],
         source_id=row[1],
@@ -241,6 +288,8 @@ def _hit(row: Any) -> SearchHit:
         end_offset=row[6],
         score=float(row[7]),
         snippet=row[8] or "",
+        mode=mode.value,
+        keyword_rank=rank,
     )
 
 

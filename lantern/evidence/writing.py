@@ -2,7 +2,9 @@
 
 Statements are SQLAlchemy Core against the legacy tables, written in batches (`executemany`),
 because ingest is the hot path that benchmarks compare with raw `sqlite3`. A changed source
-keeps the rows of its unchanged chunks (see `lantern.evidence.chunkplan`).
+keeps the rows of its unchanged chunks (see `lantern.evidence.chunkplan`). A chunk whose
+searchable text differs from its text (a transcript's) gets its row in `chunk_search_text`
+just before the chunk is inserted (see `lantern.evidence.searchindex`).
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, text, update
 
+from lantern.evidence import searchindex
 from lantern.evidence.chunking import ChunkSpan, chunk_source
 from lantern.evidence.chunkplan import assign_ordinals
 from lantern.evidence.files import FileText
 from lantern.evidence.reading import SOURCE_BY_URI, StoredSource, batches, to_source
 from lantern.evidence.records import IngestResult, Source, freeze_metadata
+from lantern.evidence.searchtext import search_text
 from lantern.evidence.sourcekinds import detect_kind, language_for, parse_transcript
 from lantern.store.ids import chunk_id, source_id
 from lantern.store.models import chunk_entities, chunks, embeddings, sources
@@ -64,6 +68,10 @@ class Writes:
     source_updates: list[dict[str, Any]] = field(default_factory=list)
     chunk_updates: list[dict[str, Any]] = field(default_factory=list)
     chunk_inserts: list[dict[str, Any]] = field(default_factory=list)
+    search_inserts: list[dict[str, Any]] = field(default_factory=list)
+    """`chunk_search_text` rows of inserted chunks, written before them."""
+    search_changes: list[tuple[str, str | None]] = field(default_factory=list)
+    """Kept chunks whose searchable text changes with their source's kind."""
 
     def execute(self, conn: Connection) -> None:
         # Deletes first: a new chunk may take the ordinal of a removed one.
@@ -97,6 +105,8 @@ class Writes:
                 ),
                 self.chunk_updates,
             )
+        searchindex.replace(conn, self.search_changes)
+        searchindex.write(conn, self.search_inserts)
         _INSERT_CHUNKS.execute_many(conn, self.chunk_inserts)
 
 
@@ -159,14 +169,18 @@ def _plan(
         [(chunk.ordinal, chunk.text) for chunk in previous], [span.text for span in spans]
     )
     stored_by_id = {chunk.id: chunk for chunk in previous}
+    stored_kind = document.kind if row is None else row.kind
     kept: set[str] = set()
     inserted = 0
     for span, ordinal in zip(spans, ordinals, strict=True):
         new_id = chunk_id(source, ordinal, span.text)
         metadata = canonical_json(span.metadata)
         old = stored_by_id.get(new_id)
+        searchable = search_text(document.kind, span.text)
         if old is not None and old.ordinal == ordinal and old.text == span.text:
             kept.add(new_id)
+            if stored_kind != document.kind and search_text(stored_kind, span.text) != searchable:
+                writes.search_changes.append((new_id, searchable))
             if (old.start_offset, old.end_offset, old.metadata) != (span.start, span.end, metadata):
                 writes.chunk_updates.append(
                     {
@@ -178,6 +192,8 @@ def _plan(
                 )
             continue
         inserted += 1
+        if searchable is not None:
+            writes.search_inserts.append({"chunk_id": new_id, "text": searchable})
         writes.chunk_inserts.append(
             {
                 "id": new_id,

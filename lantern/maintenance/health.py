@@ -13,11 +13,12 @@ when none failed. What is checked, and why each one matters:
 * `migration_leftovers`: no `_alembic_tmp_*` table, which an interrupted batch migration of
   another tool could leave behind.
 * `chunk_index`, `memory_index`: the full-text indexes agree with their tables, row for row.
-  On SQLite this is FTS5's own `integrity-check` (for `chunks_fts`, against its external content
-  table; for `memory_fts`, its internal consistency) plus a comparison of `memory_fts` with
-  `memory_records`: a row for every record, keyed as the repository keys it, holding the
-  record's content, and nothing extra. On PostgreSQL the generated `tsvector` columns are
-  recomputed and compared.
+  On SQLite this is FTS5's own `integrity-check` (for `chunks_fts`, against its external content,
+  the view `chunk_search`; for `memory_fts`, its internal consistency) plus a comparison of
+  `memory_fts` with `memory_records`: a row for every record, keyed as the repository keys it,
+  holding the record's content, and nothing extra. On PostgreSQL the generated `tsvector`
+  columns are recomputed and compared. On both, the chunks' searchable texts
+  (`chunk_search_text`) are derived again and compared with the stored rows.
 * `memory_refs`: the reference rows agree with the records' `source_refs`.
 * `references`: `source` and `chunk` references that no longer name anything (evidence removed
   or re-ingested since); `lantern memory check-refs` lists the same.
@@ -37,6 +38,7 @@ from sqlalchemy import Connection, select, text
 from sqlalchemy.exc import DBAPIError
 
 from lantern.errors import NotAStore, StoreIOError
+from lantern.evidence import searchindex
 from lantern.memory import fts as memory_fts
 from lantern.memory import refs as memory_refs
 from lantern.store import migrations
@@ -60,6 +62,7 @@ MAX_LISTED = 20
 
 _LEFTOVER_PREFIX = "_alembic_tmp_"
 _CHUNK_TRIGGERS = ("chunks_ai", "chunks_ad", "chunks_au")
+_SEARCH_VIEW = "chunk_search"
 _SQLITE_HISTORY_TRIGGERS = ("memory_history_no_update", "memory_history_no_delete")
 _POSTGRES_HISTORY_TRIGGERS = ("memory_history_append_only", "memory_history_no_truncate")
 _ROWID_FUNCTION = "lantern_fts_rowid"
@@ -151,7 +154,7 @@ def check(store: Store, *, url: str) -> HealthReport:
             results["memory_refs"] = _memory_refs(conn)
             results["references"] = _references(conn)
         if not sqlite:
-            results["chunk_index"] = _tsvector(conn, "chunks", "text", "text_tsv", tables)
+            results["chunk_index"] = _postgres_chunk_index(conn, tables)
             results["memory_index"] = _tsvector(
                 conn, "memory_records", "content", "content_tsv", tables
             )
@@ -258,12 +261,16 @@ def _schema(conn: Connection, sqlite: bool, revision: str | None, tables: set[st
     for table in sorted(expected - tables):
         found.add(f"table {table}, which revision {revision} has, is missing")
     if sqlite:
-        triggers = set(
-            conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'").scalars()
-        )
+        declared = {
+            name: (kind, sql or "")
+            for kind, name, sql in conn.exec_driver_sql("SELECT type, name, sql FROM sqlite_master")
+        }
+        triggers = {name for name, (kind, _) in declared.items() if kind == "trigger"}
         wanted = list(_CHUNK_TRIGGERS)
         if "0005" in applied:
             wanted += _SQLITE_HISTORY_TRIGGERS
+        if "0007" in applied:
+            _search_text_schema(declared, found)
     else:
         triggers = set(
             conn.execute(
@@ -284,7 +291,11 @@ def _schema(conn: Connection, sqlite: bool, revision: str | None, tables: set[st
                 )
             )
         }
-        generated = [("chunks", "text_tsv", "0004"), ("memory_records", "content_tsv", "0005")]
+        generated = [
+            ("chunks", "text_tsv", "0004"),
+            ("memory_records", "content_tsv", "0005"),
+            ("chunk_search_text", "text_tsv", "0007"),
+        ]
         for table, column, since in generated:
             if since in applied and (table, column) not in columns:
                 found.add(f"column {table}.{column}, which revision {since} adds, is missing")
@@ -292,6 +303,20 @@ def _schema(conn: Connection, sqlite: bool, revision: str | None, tables: set[st
         if trigger not in triggers:
             found.add(f"trigger {trigger} is missing")
     return found.result("schema")
+
+
+def _search_text_schema(declared: dict[str, tuple[str, str]], found: _Findings) -> None:
+    """SQLite, revision 0007: the index reads the view of searchable texts, and the chunk
+    triggers index them (an older tool could have put back the generation-1 ones)."""
+    if declared.get(_SEARCH_VIEW, ("", ""))[0] != "view":
+        found.add(f"view {_SEARCH_VIEW}, which revision 0007 creates, is missing")
+    index = declared.get("chunks_fts")
+    if index is not None and f"content='{_SEARCH_VIEW}'" not in index[1]:
+        found.add(f"chunks_fts does not index the view {_SEARCH_VIEW} (revision 0007)")
+    for trigger in _CHUNK_TRIGGERS:
+        sql = declared.get(trigger, ("", ""))[1]
+        if sql and "chunk_search_text" not in sql:
+            found.add(f"trigger {trigger} indexes chunk text, not its searchable text")
 
 
 def _leftovers(tables: set[str]) -> CheckResult:
@@ -345,19 +370,39 @@ def _tsvector(
     if table not in tables:
         return CheckResult(name, "skipped", (f"the store has no {table} table",))
     found = _Findings()
+    _compare_tsvector(conn, table, source, generated, found)
+    return found.result(name)
+
+
+def _postgres_chunk_index(conn: Connection, tables: set[str]) -> CheckResult:
+    """PostgreSQL: both tables' vectors, and the searchable texts against their chunks."""
+    if "chunks" not in tables:
+        return CheckResult("chunk_index", "skipped", ("the store has no chunks table",))
+    found = _Findings()
+    _compare_tsvector(conn, "chunks", "text", "text_tsv", found)
+    if "chunk_search_text" in tables:
+        _compare_tsvector(conn, "chunk_search_text", "text", "text_tsv", found)
+        for problem in searchindex.differences(conn):
+            found.add(problem)
+    return found.result("chunk_index")
+
+
+def _compare_tsvector(
+    conn: Connection, table: str, source: str, generated: str, found: _Findings
+) -> None:
+    key = "chunk_id" if table == "chunk_search_text" else "id"
     try:
         with conn.begin_nested():
             rows = conn.execute(
                 text(
-                    f"SELECT id FROM {table} WHERE {generated} IS DISTINCT FROM "
-                    f"to_tsvector('simple', {source}) ORDER BY id LIMIT {MAX_LISTED + 1}"
+                    f"SELECT {key} FROM {table} WHERE {generated} IS DISTINCT FROM "
+                    f"to_tsvector('simple', {source}) ORDER BY {key} LIMIT {MAX_LISTED + 1}"
                 )
             ).scalars()
             for row_id in rows:
                 found.add(f"{table} row {row_id}: {generated} does not match its {source}")
     except DBAPIError as exc:
         found.add(f"{table}.{generated} could not be checked: {_first_line(exc)}")
-    return found.result(name)
 
 
 def _sqlite_indexes(store: Store, tables: set[str]) -> dict[str, CheckResult]:
@@ -396,6 +441,10 @@ def _sqlite_indexes(store: Store, tables: set[str]) -> dict[str, CheckResult]:
                 _compare_memory_fts(conn, found["memory_index"])
         except NotAStore:
             found["memory_index"].add("memory_fts cannot be read; rebuild it")
+    if "chunk_index" in todo and "chunk_search_text" in tables:
+        with store.read() as conn:
+            for problem in searchindex.differences(conn):
+                found["chunk_index"].add(problem)
     for name in todo:
         results[name] = found[name].result(name)
     return results

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import delete, func, select
 
+from lantern.evidence import searchindex
 from lantern.memory import fts as memory_fts
 from lantern.memory import refs as memory_refs
 from lantern.store.engine import Store
@@ -22,6 +23,8 @@ class RebuildReport:
     chunks: int
     memories: int
     references: int
+    search_texts: int
+    """Chunks searched by a text other than their own (transcripts' decoded turns)."""
 
     def to_json(self) -> JSONObject:
         """The report as `db rebuild-index --json` prints it."""
@@ -30,18 +33,21 @@ class RebuildReport:
             "chunks": self.chunks,
             "memories": self.memories,
             "references": self.references,
+            "search_texts": self.search_texts,
         }
 
 
 def rebuild_indexes(store: Store) -> RebuildReport:
     """Rebuild the derived indexes from their tables, in one write transaction.
 
-    SQLite: FTS5 `rebuild` for `chunks_fts` (it re-reads `chunks`), and `memory_fts` emptied and
-    refilled from `memory_records` as the repository writes it, then merged into one segment
-    with `secure_delete` on, so no text of a forgotten record survives in a dropped segment.
-    A `memory_fts` that FTS5 refuses for too many structure levels (see
+    Both: the searchable texts of chunks (`chunk_search_text`) are derived again from the chunks
+    with this Lantern's rules (`lantern.evidence.searchtext`), first.
+    SQLite: FTS5 `rebuild` for `chunks_fts` (it re-reads the view `chunk_search`), and
+    `memory_fts` emptied and refilled from `memory_records` as the repository writes it, then
+    merged into one segment with `secure_delete` on, so no text of a forgotten record survives
+    in a dropped segment. A `memory_fts` that FTS5 refuses for too many structure levels (see
     `memory_fts.merge_all`) is made readable first.
-    PostgreSQL: `REINDEX` of both tables' indexes (their `tsvector` columns are generated).
+    PostgreSQL: `REINDEX` of the three tables' indexes (their `tsvector` columns are generated).
     Both: the reference rows are rewritten from the records' `source_refs`. Every record's
     id, content and references are read into memory once, as the rows are rebuilt from them.
     """
@@ -56,19 +62,31 @@ def rebuild_indexes(store: Store) -> RebuildReport:
         ]
         if sqlite:
             conn.exec_driver_sql("PRAGMA secure_delete = ON")
+        search_texts = searchindex.derive_all(conn)
+        if sqlite:
             memory_fts.repair_structure(conn)
             conn.exec_driver_sql("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
             conn.exec_driver_sql("DELETE FROM memory_fts")
             memory_fts.index(conn, [(record_id, content) for record_id, content, _ in rows])
             memory_fts.merge_all(conn)
-            indexes: tuple[str, ...] = ("chunks_fts", "memory_fts", "memory_refs")
+            indexes: tuple[str, ...] = (
+                "chunk_search_text",
+                "chunks_fts",
+                "memory_fts",
+                "memory_refs",
+            )
         else:
             conn.exec_driver_sql("REINDEX TABLE chunks")
+            conn.exec_driver_sql("REINDEX TABLE chunk_search_text")
             conn.exec_driver_sql("REINDEX TABLE memory_records")
-            indexes = ("chunks", "memory_records", "memory_refs")
+            indexes = ("chunk_search_text", "chunks", "memory_records", "memory_refs")
         conn.execute(delete(refs_table))
         memory_refs.write(conn, [(record_id, refs or []) for record_id, _, refs in rows])
         references = conn.execute(select(func.count()).select_from(refs_table)).scalar_one()
     return RebuildReport(
-        indexes=indexes, chunks=chunk_count, memories=len(rows), references=references
+        indexes=indexes,
+        chunks=chunk_count,
+        memories=len(rows),
+        references=references,
+        search_texts=search_texts,
     )

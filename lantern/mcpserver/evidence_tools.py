@@ -14,6 +14,8 @@ from lantern.evidence.records import IngestSummary
 from lantern.mcpserver import outputs
 from lantern.mcpserver.spec import (
     FLAG,
+    MODE,
+    MODE_HELP,
     TIME,
     TIME_HELP,
     Args,
@@ -87,15 +89,20 @@ EVIDENCE_TOOLS = (
         name="lantern_search",
         title="Search evidence",
         description=(
-            "Find evidence chunks by keywords, best first: every word must appear, "
-            '"quoted words" together, word* matches a prefix; anything else is literal text. '
+            "Find evidence chunks (what transcripts, notes, files and tool outputs say), best "
+            "first. "
+            + MODE_HELP
+            + '"quoted words" match together, word* a prefix; anything else is literal text. '
             'Returns {"hits": [{"chunk_id", "source_id", "uri", "kind", "ordinal", '
-            '"start_offset", "end_offset", "score", "snippet"}]}, score higher for better '
-            "matches; snippets mark matches with « and »."
+            '"start_offset", "end_offset", "score", "snippet", "mode", "keyword_rank", '
+            '"semantic_rank", "similarity"}]}: score higher for better matches, snippets mark '
+            "matches with « and », mode the ranking the hit came from and keyword_rank its "
+            "place in it (semantic_rank and similarity are null for these modes)."
         ),
         input_schema=arguments(
             {
-                "query": {"type": "string", "description": "Keywords."},
+                "query": {"type": "string", "description": "Words, or a question."},
+                "mode": MODE,
                 "kind": listed(_SOURCE_KIND, "Only sources of these kinds."),
                 "source": listed(
                     {"type": "string", "minLength": 1},
@@ -105,7 +112,9 @@ EVIDENCE_TOOLS = (
                 "until": described(TIME, f"Chunks ingested before this time: {TIME_HELP}."),
                 "limit": limit(20),
                 "raw": described(
-                    FLAG, "Pass the query to the engine as it is (FTS5 or to_tsquery syntax)."
+                    FLAG,
+                    "Pass the query to the engine as it is (FTS5 or to_tsquery syntax); its "
+                    "mode is keyword.",
                 ),
             },
             "query",

@@ -14,6 +14,8 @@ from lantern.mcpserver.spec import (
     CONTENT,
     FLAG,
     KIND,
+    MODE,
+    MODE_HELP,
     OFFSET,
     PERCENT,
     RECORD_ID,
@@ -210,16 +212,21 @@ MEMORY_TOOLS = (
         name="lantern_memory_search",
         title="Search memory records",
         description=(
-            "Find memory records by keywords in their content: every word must appear, "
-            '"quoted words" together, word* matches a prefix; nothing else is an operator. '
+            "Find memory records by their content. "
+            + MODE_HELP
+            + '"quoted words" match together, word* a prefix; nothing else is an operator. '
             "Takes the filters of lantern_memory_list. Returns "
-            '{"records": [...], "next_cursor": ...}, each record with a score (higher is '
-            "better); order=policy returns matches in the list order instead of by score, and "
-            "only it pages with a cursor."
+            '{"records": [...], "next_cursor": ...}, each record followed by score (higher is '
+            "better), mode (the ranking it came from), keyword_rank (its place in it), "
+            "semantic_rank and similarity (null for these modes). order=policy returns the "
+            "matches in the list order instead of by score. Every order pages: give "
+            "next_cursor as after, with the same query, mode, order and filters; null means "
+            "the last page."
         ),
         input_schema=arguments(
             {
-                "query": {"type": "string", "description": "Keywords."},
+                "query": {"type": "string", "description": "Words, or a question."},
+                "mode": MODE,
                 "order": {
                     "type": "string",
                     "enum": list(SEARCH_ORDERS),

@@ -9,6 +9,8 @@ repeatable reference options are plural, as in the Python API and in a record
 (`source_refs`, `add_refs`, `remove_refs`).
 
 The fragments below are shared by several tools, so a range or an enumeration is written once.
+A value of either of two types is an `anyOf` of two schemas rather than a `type` array, which
+some clients' schema readers do not accept; every schema is valid JSON Schema 2020-12.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
 from lantern.validation import MAX_CONTENT_CHARS, MAX_SCOPE_CHARS, MEMORY_KINDS, STATUS_FILTERS
 
 if TYPE_CHECKING:
@@ -81,7 +84,6 @@ KIND: Schema = {"type": "string", "enum": list(MEMORY_KINDS)}
 SCOPE: Schema = {"type": "string", "minLength": 1, "maxLength": MAX_SCOPE_CHARS}
 PERCENT: Schema = {"type": "integer", "minimum": 0, "maximum": 100}
 CONFIDENCE: Schema = {"type": "number", "minimum": 0, "maximum": 1}
-# Alternatives are `anyOf`, never a list of types: some clients drop or refuse a `type` array.
 TIME: Schema = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 TIME_HELP = "unix seconds or ISO-8601 (a time without a zone is UTC)"
 FLAG: Schema = {"type": "boolean", "default": False}
@@ -103,6 +105,21 @@ STATUS_FILTER: Schema = {
     "default": "active",
     "description": "Only records of this status; all for every status.",
 }
+MODE: Schema = {
+    "type": "string",
+    "enum": list(SEARCH_MODES),
+    "default": DEFAULT_MODE.value,
+    "description": "any: any of the words may match, common words ignored, the results that "
+    "share the rarest words first (for questions in plain words); keyword: every word must "
+    "appear (for exact look-ups: an error code, a ticket id, a file name).",
+}
+MODE_HELP = (
+    "mode any (the default) matches any of the query's words, leaves out common words "
+    "(the, does, what...) and ranks first what shares the rarest ones: ask in plain words. "
+    "mode keyword requires every word: use it for an exact identifier, an error message or "
+    "to narrow a search down. "
+)
+"""When to use which mode, for the search tools' descriptions."""
 MAX_LIMIT = 10_000
 
 

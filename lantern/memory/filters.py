@@ -19,16 +19,22 @@ from lantern.errors import InvalidInput
 from lantern.memory.refs import cites_clause
 from lantern.store.models import memory_records as table
 
-# The documented list order: active first (status words sort alphabetically with `active`
-# first, so ordering by the column keeps the index walk that a CASE expression would prevent),
-# then higher priority, higher urgency, newer update, and the id to break ties.
-LIST_ORDER = (
-    table.c.status,
-    table.c.priority.desc(),
-    table.c.urgency.desc(),
-    table.c.updated_at.desc(),
-    table.c.id,
-)
+
+def list_order(columns: Any = table.c) -> tuple[Any, ...]:
+    """The documented list order on `columns` (the table's, or a subquery's with the same
+    names): active first (status words sort alphabetically with `active` first, so ordering by
+    the column keeps the index walk that a CASE expression would prevent), then higher
+    priority, higher urgency, newer update, and the id to break ties."""
+    return (
+        columns.status,
+        columns.priority.desc(),
+        columns.urgency.desc(),
+        columns.updated_at.desc(),
+        columns.id,
+    )
+
+
+LIST_ORDER = list_order()
 
 
 @dataclass(frozen=True, slots=True)

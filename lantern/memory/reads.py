@@ -10,10 +10,18 @@ from sqlalchemy import Select, bindparam, select, union_all
 
 from lantern import validation
 from lantern.errors import InvalidInput
-from lantern.memory import fts, history, refs
+from lantern.memory import fts, history, refs, search
 from lantern.memory.chains import successor, walk
 from lantern.memory.core import RepositoryCore
-from lantern.memory.cursor import after_branches, branches, cursor_for, parse_cursor
+from lantern.memory.cursor import (
+    after_branches,
+    branches,
+    cursor_for,
+    parse_cursor,
+    parse_search_cursor,
+    search_cursor_for,
+    search_fingerprint,
+)
 from lantern.memory.filters import LIST_ORDER, MemoryFilter
 from lantern.memory.records import (
     DanglingRef,
@@ -24,6 +32,7 @@ from lantern.memory.records import (
     Page,
 )
 from lantern.memory.rows import SCORE_COLUMN, fetch, require, row_to_record
+from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES, SearchMode
 from lantern.retrieval.query import parse_query
 from lantern.store.engine import now
 from lantern.store.models import memory_records as table
@@ -184,6 +193,7 @@ class MemoryReads(RepositoryCore):
         self,
         query: str,
         *,
+        mode: str | None = None,
         order: str = "relevance",
         scope: str | Iterable[str] | None = None,
         kind: str | Iterable[str] | None = None,
@@ -199,15 +209,21 @@ class MemoryReads(RepositoryCore):
         cites: Any = None,
         after: str | None = None,
     ) -> Page:
-        """Keyword search over content: `MemoryMatch`es (record and score, higher is better).
+        """Search over content: `MemoryMatch`es (record, score, higher is better, and origin).
 
-        The query syntax is `lantern.retrieval.query`'s (words AND-ed, "phrases", prefix*;
-        nothing in it is an operator); a query without a letter or digit finds nothing.
-        `order="relevance"` ranks by score, then the list order; `order="policy"` uses the list
-        order among the matches and is the order a cursor (`after`) can page, since scores move
-        as records are added.
+        The query syntax is `lantern.retrieval.query`'s ("phrases", prefix*; nothing in it is
+        an operator); a query without a letter or digit finds nothing. `mode` is `keyword`
+        (every word required) or `any` (any word but the common ones; the default,
+        `lantern.retrieval.modes.DEFAULT_MODE`). `order="relevance"` ranks by score, then the
+        list order; `order="policy"` uses the list order among the matches. Either order pages
+        with `offset` or with a cursor (`after`: a previous page's `next_cursor`), which only
+        continues the same query, mode, order and filters (see `lantern.memory.cursor` for
+        what a change to the store between pages does).
         """
         validation.choice("order", order, validation.SEARCH_ORDERS)
+        chosen = DEFAULT_MODE
+        if mode is not None:
+            chosen = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
         if not isinstance(query, str):
             raise InvalidInput(f"query must be text; got {type(query).__name__}")
         filters = MemoryFilter.build(
@@ -224,17 +240,15 @@ class MemoryReads(RepositoryCore):
         )
         limit = validation.limit(limit)
         offset = validation.offset(offset)
-        if after is not None and order == "relevance":
-            raise InvalidInput(
-                "a cursor (after) pages only order=policy: relevance scores move as records "
-                "are added, so a cursor could skip or repeat results"
-            )
         if after is not None and offset:
             raise InvalidInput("give either an offset or a cursor (after), not both")
-        key = None if after is None else parse_cursor(after)
+        fingerprint = search_fingerprint(query, chosen.value, order, filters)
+        position = None if after is None else parse_search_cursor(after, fingerprint, order)
         parsed = parse_query(query)
         if parsed is None:
             return Page([])
+        if chosen is SearchMode.ANY:
+            parsed = parsed.any_of()
         dialect = self._store.dialect
         conditions = filters.conditions(dialect, now())
         values = {
@@ -244,34 +258,45 @@ class MemoryReads(RepositoryCore):
             "offset": offset,
         }
         all_statuses = filters.status == "all"
-        paged = after_branches(key, all_statuses=all_statuses) if key is not None else None
-        if paged is not None:
-            values.update(paged[0])
+        by_relevance = order == "relevance"
+        if position is not None:
+            values.update(after_branches(position.key, all_statuses=all_statuses)[0])
+            if position.score is not None:
+                values["after_score"] = position.score
+                boundary = self._prepared(
+                    ("boundary", conditions.key),
+                    lambda: search.boundary(dialect, [*conditions.clauses(), *self._policy()]),
+                )
+                found = self._store.fetch(boundary, values)
+                if found:  # the record still matches: continue after it as it ranks now
+                    values.update(zip(search.BOUNDARY, found[0], strict=True))
 
         def searching() -> Select[Any]:
-            source, match, score = fts.matching(dialect)
-            where = [match, *conditions.clauses(), *self._policy()]
-            if paged is not None:
-                where.append(paged[1](paged[0]))
-            ordering = [*LIST_ORDER] if order == "policy" else [score.desc(), *LIST_ORDER]
-            return (
-                select(table, score.label("score"))
-                .select_from(source)
-                .where(*where)
-                .order_by(*ordering)
-                .limit(bindparam("limit"))
-                .offset(bindparam("offset"))
+            build = search.by_relevance if by_relevance else search.by_policy
+            where = [*conditions.clauses(), *self._policy()]
+            return build(
+                dialect, where, values, paged=position is not None, all_statuses=all_statuses
             )
 
-        shape = ("search", conditions.key, order, paged is not None, all_statuses)
+        shape = ("search", conditions.key, order, position is not None, all_statuses)
         rows = self._store.fetch(self._prepared(shape, searching), values)
+        first_rank = offset if position is None else (position.rank or 0)
         matches = [
-            MemoryMatch(record=row_to_record(row), score=float(row[SCORE_COLUMN])) for row in rows
+            MemoryMatch(
+                record=row_to_record(row),
+                score=float(row[SCORE_COLUMN]),
+                mode=chosen.value,
+                keyword_rank=first_rank + index if by_relevance else int(row[SCORE_COLUMN + 1]),
+            )
+            for index, row in enumerate(rows, 1)
         ]
         more = len(matches) > limit
         matches = matches[:limit]
-        cursor = cursor_for(matches[-1].record) if more and order == "policy" else None
-        return Page(matches, cursor)
+        if not (more and matches):
+            return Page(matches)
+        last = matches[-1]
+        rank, score = (last.keyword_rank, last.score) if by_relevance else (None, None)
+        return Page(matches, search_cursor_for(fingerprint, order, last.record, score, rank))
 
     def check_refs(self) -> DanglingRefs:
         """`source` and `chunk` references that name nothing in the store any more."""

@@ -143,18 +143,29 @@ class HistoryEntry:
 
 @dataclass(frozen=True, slots=True)
 class MemoryMatch:
-    """A memory record found by keyword search, with its relevance (higher is better)."""
+    """A memory record found by a search, with its relevance (higher is better) and where it
+    came from: the ranking (`mode`), its 1-based place in the keyword ranking, and its place
+    in the semantic ranking and its cosine similarity, None until a semantic ranking exists
+    (see `lantern.retrieval.modes`)."""
 
     record: MemoryRecord
     score: float
+    mode: str
+    keyword_rank: int | None
+    semantic_rank: int | None = None
+    similarity: float | None = None
 
     def to_json(self, *, explain: bool = False, by_relevance: bool = True) -> JSONObject:
-        """The record's keys, then `explain` when asked, then `score`, always last."""
+        """The record's keys, then `explain` when asked, then `score` and the hit's origin."""
         rendered = self.record.to_json()
         if explain:
             relevance = self.score if by_relevance else None
             rendered["explain"] = order_keys(self.record, relevance=relevance)
         rendered["score"] = self.score
+        rendered["mode"] = self.mode
+        rendered["keyword_rank"] = self.keyword_rank
+        rendered["semantic_rank"] = self.semantic_rank
+        rendered["similarity"] = self.similarity
         return rendered
 
 

@@ -5,7 +5,8 @@ Query syntax
 Lantern's search box is deliberately simple, and no input is ever an error:
 
 * **Words.** Each word must appear in the document: all words are required (AND). Case does
-  not matter.
+  not matter. (An ``any`` search, :meth:`ParsedQuery.any_of`, matches documents holding any
+  of them instead, leaving out common words: see ``lantern.retrieval.stopwords``.)
 * **"Quoted phrases."** Words inside double quotes must appear next to each other, in that
   order. A quote left open (``"unclosed``) is closed at the end of the query. Empty quotes are
   ignored.
@@ -49,7 +50,9 @@ term's last word is also offered without its trailing punctuation.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from lantern.retrieval.stopwords import is_stop_word
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -92,23 +95,47 @@ class Term:
     """The last token matches as a prefix."""
     words: tuple[str, ...] = field(default=(), compare=False)
     """The user's words that produced ``tokens``, for :meth:`ParsedQuery.to_tsquery`."""
+    quoted: bool = field(default=False, compare=False)
+    """Typed inside double quotes: an ``any`` search keeps it even if it is common words."""
+
+    @property
+    def is_stop_word(self) -> bool:
+        """A lone unquoted word, not a prefix, whose tokens are all common words."""
+        return (
+            not self.quoted
+            and not self.prefix
+            and len(self.words) <= 1
+            and all(is_stop_word(token) for token in self.tokens)
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedQuery:
-    """A non-empty AND of terms, renderable for each search engine."""
+    """A non-empty AND of terms (an OR when ``match_any``), renderable for each search engine."""
 
     terms: tuple[Term, ...]
+    match_any: bool = False
+    """A document matches when it holds any of the terms rather than all of them."""
+
+    def any_of(self) -> ParsedQuery:
+        """This query for an ``any`` search: any term matches, common words left out.
+
+        A term is left out when it is a lone unquoted word made of stop words
+        (``lantern.retrieval.stopwords``); when that would leave nothing, every term stays.
+        """
+        kept = tuple(term for term in self.terms if not term.is_stop_word)
+        return replace(self, terms=kept or self.terms, match_any=True)
 
     def to_fts5(self) -> str:
         """Render for ``... MATCH ?`` in SQLite FTS5, e.g. ``"c" "don t" "e mail"*``.
 
         Every term is one double-quoted FTS5 string, so nothing in it is an operator or a
-        column filter; terms separated by spaces are AND-ed by FTS5 (implicit AND). FTS5
-        re-tokenizes the string with the table's tokenizer, so its options (such as
-        ``remove_diacritics``) apply to the query as they did to the documents.
+        column filter; terms separated by spaces are AND-ed by FTS5 (implicit AND), or joined
+        by ``OR`` for an ``any`` query. FTS5 re-tokenizes the string with the table's
+        tokenizer, so its options (such as ``remove_diacritics``) apply to the query as they
+        did to the documents.
         """
-        return " ".join(
+        return (" OR " if self.match_any else " ").join(
             '"' + " ".join(term.tokens).replace('"', '""') + '"' + ("*" if term.prefix else "")
             for term in self.terms
             if term.tokens
@@ -120,7 +147,8 @@ class ParsedQuery:
         Every word is a quoted operand (``'`` doubled, ``\\`` escaped), the one form in which
         ``to_tsquery`` treats ``& | ! ( ) : <->`` as plain text. PostgreSQL runs its parser on
         each operand and joins the lexemes of a word with ``<->`` itself; the words of a phrase
-        are joined with ``<->`` here, a prefix gets ``:*`` and terms are joined with ``&``.
+        are joined with ``<->`` here, a prefix gets ``:*`` and terms are joined with ``&``
+        (``|`` for an ``any`` query).
         """
         rendered = []
         for term in self.terms:
@@ -138,7 +166,7 @@ class ParsedQuery:
                 operands[-1] = f"({operands[-1]} | {_tsquery_operand(bare)})"
             phrase = " <-> ".join(operands)
             rendered.append(f"({phrase})" if len(operands) > 1 else phrase)
-        return " & ".join(rendered)
+        return (" | " if self.match_any else " & ").join(rendered)
 
 
 def parse_query(text: str) -> ParsedQuery | None:
@@ -154,7 +182,7 @@ def parse_query(text: str) -> ParsedQuery | None:
         if index % 2:
             # A "*" right after the closing quote makes the phrase's last token a prefix.
             closing_star = index + 1 < len(segments) and segments[index + 1].startswith("*")
-            term = _make_term(segment.split(), closing_star)
+            term = _make_term(segment.split(), closing_star, quoted=True)
             candidates = [term] if term else []
         else:
             candidates = [term for word in segment.split() if (term := _make_term([word], False))]
@@ -175,7 +203,7 @@ def _sanitize(text: str) -> str:
     return utf16.decode("utf-16-le", "replace").translate(_CONTROLS_TO_SPACE)
 
 
-def _make_term(words: list[str], closing_star: bool) -> Term | None:
+def _make_term(words: list[str], closing_star: bool, *, quoted: bool = False) -> Term | None:
     """Build one term (a word, or a quoted phrase of words); None if it has no token."""
     tokens: list[str] = []
     kept: list[str] = []
@@ -195,7 +223,7 @@ def _make_term(words: list[str], closing_star: bool) -> Term | None:
     if closing_star and not prefix:
         prefix = True
         kept[-1] = kept[-1][: _tokenize(kept[-1])[1]]
-    return Term(tuple(tokens), prefix, tuple(kept))
+    return Term(tuple(tokens), prefix, tuple(kept), quoted)
 
 
 def _tokenize(word: str) -> tuple[list[str], int]:

@@ -86,6 +86,24 @@ class Chunk(Base):
     created_at: Mapped[int] = mapped_column(UnixTime)
 
 
+class ChunkSearchText(Base):
+    """What a chunk is searched by, where that differs from its text (revision 0007).
+
+    Derived from the chunk's text and its source's kind (`lantern.evidence.searchtext`): the
+    decoded turns of a transcript chunk. Written before the chunk in the same transaction (the
+    SQLite insert trigger indexes it), removed with it, never exported. The foreign key exists
+    on PostgreSQL only, checked at commit; on SQLite the `chunks_ad` trigger removes the row.
+    """
+
+    __tablename__ = "chunk_search_text"
+
+    chunk_id: Mapped[str] = mapped_column(
+        ForeignKey("chunks.id", ondelete="CASCADE", deferrable=True, initially="DEFERRED"),
+        primary_key=True,
+    )
+    text: Mapped[str] = mapped_column(Text)
+
+
 class Entity(Base):
     """A named thing mentioned in evidence (legacy generation 2)."""
 
@@ -217,6 +235,7 @@ def _table(model: type[Base]) -> Table:
 
 sources = _table(Source)
 chunks = _table(Chunk)
+chunk_search_text = _table(ChunkSearchText)
 entities = _table(Entity)
 chunk_entities = _table(ChunkEntity)
 embeddings = _table(Embedding)

@@ -17,8 +17,9 @@ again gives the same bytes, on either engine:
 Import is one transaction (all or nothing) and idempotent by id: a source, chunk, entity,
 embedding or memory record the store already has is left as it is (with, for a source, its
 chunks, and for a record, its history), never merged. A record id the store knows only from a
-`forgotten` history entry counts as known. Search rows and reference rows are derived, never
-exported. Lines are imported in file order, so a chunk must follow its source, as exports write.
+`forgotten` history entry counts as known. Search rows (and the searchable text of transcript
+chunks) and reference rows are derived, never exported; import derives them again. Lines are
+imported in file order, so a chunk must follow its source, as exports write.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from sqlalchemy import Connection, String, Table, exists, select, update
 
 from lantern import validation
 from lantern.errors import InvalidInput
+from lantern.evidence import searchindex
+from lantern.evidence.searchtext import search_text
 from lantern.memory import fts as memory_fts
 from lantern.memory import history
 from lantern.memory import refs as memory_refs
@@ -333,6 +336,8 @@ class _Importer:
         self.batch_type: str | None = None
         self.batch: Batch = []
         self.skipped_sources: set[str] = set()
+        self.source_kinds: dict[str, str] = {}
+        """The kinds of the sources this import adds: their chunks' searchable text needs it."""
         self.skipped_chunks: set[str] = set()
         self.memory_lines: set[str] = set()
         # Memory ids decided so far: True when this import adds the record and its history.
@@ -439,6 +444,7 @@ class _Importer:
         present = self._present(sources.c.id, (values["id"] for _n, values in batch))
         new = [values for _n, values in batch if values["id"] not in present]
         self.skipped_sources |= present
+        self.source_kinds.update((values["id"], values["kind"]) for values in new)
         self._insert(sources, new)
         self._count("source", len(new), len(batch))
 
@@ -448,6 +454,13 @@ class _Importer:
         present = self._present(chunks.c.id, (values["id"] for values in candidates))
         new = [values for values in candidates if values["id"] not in present]
         self.skipped_chunks |= {values["id"] for _n, values in batch} - {v["id"] for v in new}
+        kinds = self.source_kinds
+        searchable = [
+            {"chunk_id": values["id"], "text": found}
+            for values in new
+            if (found := search_text(kinds.get(values["source_id"]), values["text"])) is not None
+        ]
+        searchindex.write(self.conn, searchable)
         self._insert(chunks, new)
         self._count("chunk", len(new), len(batch))
 

@@ -224,8 +224,10 @@ def _no_marker_in_sql() -> Iterator[list[str]]:
 
 
 def test_generated_cli_arguments_never_crash_or_reach_sql_text(
-    store_url: str, tier: Tier, figures: Figures, tmp_path: Path
+    store_url: str, tier: Tier, figures: Figures, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Generated relative paths (a token file, an export target) land in the test's directory.
+    monkeypatch.chdir(tmp_path)
     Lantern.open(store_url).close()
     examples = sized(tier, store_url).examples
     codes: dict[int, int] = {}
