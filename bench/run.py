@@ -42,7 +42,7 @@ from lantern.evidence.chunking import chunk_source
 from lantern.memory.fts import fts_rowid
 from lantern.retrieval.stopwords import STOP_WORDS
 from lantern.store import migrations
-from lantern.store.ids import chunk_id, memory_id, source_id
+from lantern.store.ids import chunk_id, memory_id, memory_identity, source_id
 from lantern.store.location import resolve
 
 KINDS = ("fact", "preference", "goal", "constraint", "task_state", "observation", "hypothesis")
@@ -202,8 +202,8 @@ and 100 samples give a steady median and 95th percentile."""
 
 INSERT_RECORD_SQL = (
     "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, confidence, "
-    "status, created_at, updated_at, expires_at, supersedes_id, source_refs) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+    "status, created_at, updated_at, expires_at, supersedes_id, source_refs, identity_hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
 """Every column bound, as any writer of rows that vary must (and as Lantern does)."""
 
@@ -212,7 +212,9 @@ def record_values(
     record_id: str, scope: str, content: str, at: int, supersedes: str | None = None
 ) -> tuple[object, ...]:
     """A new fact's column values, defaults included, in `INSERT_RECORD_SQL`'s order."""
-    return (record_id, "fact", content, scope, 50, 0, 1.0, "active", at, at, None, supersedes, "[]")
+    identity = memory_identity(scope, "fact", content)
+    return (record_id, "fact", content, scope, 50, 0, 1.0, "active", at, at, None, supersedes, "[]",
+            identity)  # fmt: skip
 
 
 def created_changes(scope: str, content: str, supersedes: str | None = None) -> str:
@@ -323,7 +325,9 @@ def bench_memory(path: Path, n: int, repeat: int) -> list[Result]:
             at = int(time.time())
             raw.execute("BEGIN IMMEDIATE")
             raw.execute("PRAGMA secure_delete = ON")
-            raw.execute("SELECT * FROM memory_records WHERE id = ?", (record_id,)).fetchone()
+            raw.execute(
+                "SELECT * FROM memory_records WHERE identity_hash = ?", (record_id[4:],)
+            ).fetchone()
             raw.execute(
                 INSERT_RECORD_SQL + " RETURNING id",
                 record_values(record_id, "bench:add", content, at),
@@ -439,7 +443,9 @@ def bench_supersede(
         raw.execute("BEGIN IMMEDIATE")
         raw.execute("PRAGMA secure_delete = ON")
         raw.execute("SELECT * FROM memory_records WHERE id = ?", (old_id,)).fetchone()
-        raw.execute("SELECT * FROM memory_records WHERE id = ?", (new_id,)).fetchone()
+        raw.execute(
+            "SELECT * FROM memory_records WHERE identity_hash = ?", (new_id[4:],)
+        ).fetchone()
         raw.execute(
             INSERT_RECORD_SQL + " RETURNING id",
             record_values(new_id, scope, content, at, supersedes=old_id),
@@ -834,13 +840,15 @@ def bench_postgres(url: str, n: int, repeat: int) -> list[Result]:
                 record_id = memory_id("bench:add", "fact", content)
                 at = int(time.time())
                 with raw.transaction():
-                    raw.execute("SELECT * FROM memory_records WHERE id = %s", (record_id,))
+                    raw.execute(
+                        "SELECT * FROM memory_records WHERE identity_hash = %s", (record_id[4:],)
+                    )
                     raw.execute(
                         "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, "
-                        "confidence, status, created_at, updated_at, source_refs) VALUES "
-                        "(%s, 'fact', %s, 'bench:add', 50, 0, 1.0, 'active', %s, %s, '[]') "
-                        "ON CONFLICT DO NOTHING RETURNING id",
-                        (record_id, content, at, at),
+                        "confidence, status, created_at, updated_at, source_refs, identity_hash) "
+                        "VALUES (%s, 'fact', %s, 'bench:add', 50, 0, 1.0, 'active', %s, %s, '[]', "
+                        "%s) ON CONFLICT DO NOTHING RETURNING id",
+                        (record_id, content, at, at, record_id[4:]),
                     ).fetchone()
                     raw.execute(
                         "INSERT INTO memory_history (record_id, event, at, changes) "

@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from lantern.errors import NotFound, PolicyRefused, SchemaMismatch
+from lantern.errors import InvalidInput, NoStore, PolicyRefused, SchemaMismatch
 from lantern.memory.repository import MemoryRepository
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store import migrations
@@ -90,12 +90,13 @@ class Lantern:
     ) -> Lantern:
         """Open the store at a path or URL (default: `LANTERN_DB`, then the user data directory).
 
-        Where no store exists yet, one is created at the current schema, unless `create` is
-        False (`db check`, `db backup`): then a missing or empty store is `NotFound`, so that a
-        mistyped path is reported instead of checked or copied as a new empty store. An
-        existing store that is behind (or ahead of) this Lantern is refused with
-        `SchemaMismatch` unless `require_current` is False, which `db status` and `db upgrade`
-        use.
+        Where no store exists yet (no file, an empty file, a database without tables), one is
+        created at the current schema, owner-only, unless `create` is False: then that is
+        `NoStore`, and nothing is created, so that a mistyped path is reported instead of
+        starting an empty store. The CLI creates a store only for commands that add something
+        (`memory add`, `ingest`, `import`, `db upgrade`, a writable MCP server). An existing
+        store that is behind (or ahead of) this Lantern is refused with `SchemaMismatch` unless
+        `require_current` is False, which `db status` and `db upgrade` use.
 
         `scopes` confines `memory` to those scope patterns (see `lantern.memory.scopes`);
         `read_only` refuses every write (`PolicyRefused`), down to the database connections, and
@@ -106,17 +107,19 @@ class Lantern:
         create = create and not read_only
         location = resolve(db)
         if location.path is not None:
-            if not create and not location.path.is_file():
-                raise NotFound(f"no store at {location.path}")
-            prepare_sqlite_file(location.path)
+            if create:
+                prepare_sqlite_file(location.path)
+            elif location.path.is_dir():
+                raise InvalidInput(f"{location.path} is a directory; give the path of a store file")
+            elif not location.path.exists():
+                raise _no_store(location, "nothing is there")
         store = Store(
             location, create_store_engine(location, read_only=read_only), read_only=read_only
         )
         try:
             state = _state(store)
             if state.empty and not create:
-                where = location.path or location.display_url
-                raise NotFound(f"no Lantern store at {where} (it is empty)")
+                raise _no_store(location, "it is empty")
             if state.empty:
                 migrations.upgrade(location, backup=False)
                 state = _state(store)
@@ -261,6 +264,14 @@ class Lantern:
 def _state(store: Store) -> migrations.StoreState:
     with store.read() as conn:
         return migrations.read_state(conn, store.location)
+
+
+def _no_store(location: StoreLocation, why: str) -> NoStore:
+    where = location.path or location.display_url
+    return NoStore(
+        f"no Lantern store at {where} ({why}); only commands that add something (memory add, "
+        "ingest, import, db upgrade) create one"
+    )
 
 
 def _behind(location: StoreLocation, state: migrations.StoreState) -> SchemaMismatch:

@@ -83,6 +83,17 @@ class PolicyRefused(LanternError):
     code = "refused"
 
 
+class NoStore(LanternError):
+    """No store is where the command looked (a missing or empty file, an empty database).
+
+    Commands that only read, or change what is already stored, never create a store: a
+    mistyped path is reported instead of silently starting an empty store there.
+    """
+
+    exit_code = 8
+    code = "no_store"
+
+
 class MissingDependency(LanternError):
     """An optional extra is needed for this feature and is not installed."""
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from lantern.api import Lantern
 from tests.helpers import CliRun, ProcessRun
 
 RECORD_KEYS = [
@@ -209,15 +210,17 @@ def test_bad_add_input_fails_cleanly_and_changes_nothing(
     ],
 )
 def test_bad_input_for_other_commands(
-    run_cli: CliRun, args: list[str], code: int, message: str
+    run_cli: CliRun, store_url: str, args: list[str], code: int, message: str
 ) -> None:
+    Lantern.open(store_url).close()
     result = run_cli("memory", *args)
     assert result.exit_code == code
     assert message in result.stderr
     assert "Traceback" not in result.output
 
 
-def test_errors_with_json_print_an_error_object(run_cli: CliRun) -> None:
+def test_errors_with_json_print_an_error_object(run_cli: CliRun, store_url: str) -> None:
+    Lantern.open(store_url).close()
     result = run_cli("memory", "show", "mem_0000000000000000", "--json")
     assert result.exit_code == 1
     assert json.loads(result.stdout) == {

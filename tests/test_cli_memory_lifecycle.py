@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from lantern.api import Lantern
 from tests.helpers import ORIGIN_KEYS, CliRun, ProcessRun
 from tests.test_cli_memory import RECORD_KEYS
 
@@ -315,7 +316,8 @@ def test_bad_input_fails_with_one_line_and_changes_nothing(
     assert _snapshot(run_cli) == before
 
 
-def test_errors_with_json_print_an_error_object(run_cli: CliRun) -> None:
+def test_errors_with_json_print_an_error_object(run_cli: CliRun, store_url: str) -> None:
+    Lantern.open(store_url).close()
     result = run_cli("memory", "update", "mem_0000000000000000", "--priority", "1", "--json")
     assert result.exit_code == 1
     assert json.loads(result.stdout)["error"]["code"] == "not_found"

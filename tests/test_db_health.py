@@ -12,11 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from alembic import command
 from lantern.api import Lantern
 from lantern.cli import cli
 from lantern.maintenance.health import CHECKS
 from lantern.store import migrations
-from tests.helpers import CliRun, file_state, lantern_process
+from lantern.store.location import resolve
+from tests.helpers import CliRun, ProcessRun, file_state, lantern_process
+from tests.legacy_stores import build_legacy_store
 from tests.memory_helpers import add_source, sql
 
 
@@ -33,10 +36,10 @@ def _check(run_cli: CliRun) -> tuple[int, dict[str, object], str]:
     return result.exit_code, json.loads(result.stdout), result.stderr
 
 
-def _failed(report: dict[str, object]) -> dict[str, list[str]]:
+def _failed(report: dict[str, object], status: str = "failed") -> dict[str, list[str]]:
     checks = report["checks"]
     assert isinstance(checks, list)
-    return {c["name"]: c["problems"] for c in checks if c["status"] == "failed"}
+    return {c["name"]: c["problems"] for c in checks if c["status"] == status}
 
 
 def test_a_healthy_store_checks_ok_with_the_documented_json(
@@ -77,14 +80,86 @@ def test_problems_every_engine_can_have_are_found_and_listed(
     assert _failed(report) == {
         "migration_leftovers": ["table _alembic_tmp_chunks was left by an interrupted migration"],
         "memory_refs": [f"{other.id} cites session:s1 but has no reference row for it"],
-        "references": [
-            f"{record.id} cites chunk:{chunks[1]}, which is not in the store (removed or "
-            "re-ingested since; see memory check-refs)"
-        ],
     }
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith("Error: the store at ") and "is not healthy: 3 problems" in lines[0]
+    dangling = (
+        f"{record.id} cites chunk:{chunks[1]}, which is not in the store (removed or "
+        "re-ingested since; see memory check-refs)"
+    )
+    assert _failed(report, "warning") == {"references": [dangling]}
+    warning, error = stderr.strip().splitlines()
+    assert (
+        warning
+        == f"lantern: warnings about the store at {_where(store_url)}: references: {dangling}"
+    )
+    assert error.startswith("Error: the store at ") and "is not healthy: 2 problems" in error
+
+
+def _where(store_url: str) -> str:
+    return str(resolve(store_url).path or resolve(store_url).display_url)
+
+
+def test_dangling_references_are_warnings_not_damage(
+    run_cli: CliRun, run_lantern: ProcessRun, store_url: str
+) -> None:
+    """Evidence re-ingested or removed since, or a reference stored on purpose with
+    --allow-dangling: what the caller stored, reported, with exit code 0."""
+    with Lantern.open(store_url) as lt:
+        lt.evidence.ingest_text("notes://a", "First version of the note.", kind="document")
+        [chunk] = lt.evidence.get_source("notes://a").chunks or []
+        cited = lt.memory.add(
+            kind="fact", content="from the note", source_refs=[f"chunk:{chunk.id}"]
+        )
+        lt.evidence.ingest_text("notes://a", "Second version, all new.", kind="document")
+        on_purpose = lt.memory.add(
+            kind="fact",
+            content="later",
+            source_refs=["source:src_0000000000000001"],
+            allow_dangling=True,
+        )
+    code, report, stderr = _check(run_cli)
+    assert code == 0 and report["healthy"] is True
+    assert _failed(report) == {}
+    assert _failed(report, "warning") == {
+        "references": sorted(
+            [
+                f"{cited.id} cites chunk:{chunk.id}, which is not in the store (removed or "
+                "re-ingested since; see memory check-refs)",
+                f"{on_purpose.id} cites source:src_0000000000000001, which is not in the store "
+                "(removed or re-ingested since; see memory check-refs)",
+            ]
+        )
+    }
+    assert stderr.startswith(f"lantern: warnings about the store at {_where(store_url)}: ")
+    text = run_lantern("db", "check")
+    assert text.returncode == 0, text.stderr
+    assert "references:          warning" in text.stdout.splitlines()
+
+
+def test_identities_are_checked_and_rebuilt(run_cli: CliRun, store_url: str) -> None:
+    with Lantern.open(store_url) as lt:
+        damaged = lt.memory.add(kind="fact", content="one")
+        cleared = lt.memory.add(kind="fact", content="two")
+        sql(
+            lt,
+            "UPDATE memory_records SET identity_hash = 'ffffffffffffffff' WHERE id = :id",
+            id=damaged.id,
+        )
+        sql(lt, "UPDATE memory_records SET identity_hash = NULL WHERE id = :id", id=cleared.id)
+    code, report, _stderr = _check(run_cli)
+    assert code == 4
+    assert _failed(report) == {
+        "memory_identity": [
+            f"{damaged.id} has identity_hash ffffffffffffffff, but its scope, kind and content "
+            f"give {damaged.id[4:]} (rebuild it with db rebuild-index)",
+            f"{cleared.id} has no identity_hash, and no other record says what it says "
+            "(rebuild it with db rebuild-index)",
+        ]
+    }
+    assert run_cli("db", "rebuild-index").exit_code == 0
+    assert _check(run_cli)[0] == 0
+    with Lantern.open(store_url) as lt:
+        assert lt.memory.get_or_add(kind="fact", content="one") == (damaged, False)
+        assert lt.memory.get_or_add(kind="fact", content="two") == (cleared, False)
 
 
 def test_sqlite_index_and_file_problems_are_found(db_path: Path) -> None:
@@ -135,9 +210,15 @@ def test_rebuild_index_repairs_what_check_found(run_cli: CliRun, store_url: str)
     assert result.exit_code == 0, result.stderr
     sqlite = "://" not in store_url
     assert json.loads(result.stdout) == {
-        "indexes": ["chunk_search_text", "chunks_fts", "memory_fts", "memory_refs"]
+        "indexes": [
+            "chunk_search_text",
+            "chunks_fts",
+            "memory_fts",
+            "memory_refs",
+            "identity_hash",
+        ]
         if sqlite
-        else ["chunk_search_text", "chunks", "memory_records", "memory_refs"],
+        else ["chunk_search_text", "chunks", "memory_records", "memory_refs", "identity_hash"],
         "chunks": 2,
         "memories": 1,
         "references": 1,
@@ -158,14 +239,6 @@ def test_check_reads_and_never_writes(db_path: Path) -> None:
     result = lantern_process("--db", str(db_path), "db", "check")
     assert result.returncode == 0, result.stderr
     assert file_state(db_path) == before
-
-
-def test_check_and_backup_never_create_a_store(tmp_path: Path) -> None:
-    for args in (["db", "check"], ["db", "backup", str(tmp_path / "copy.db")]):
-        result = lantern_process("--db", str(tmp_path / "typo.db"), *args)
-        assert result.returncode == 1
-        assert result.stderr == f"Error: no store at {tmp_path / 'typo.db'}\n"
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_backup_copies_a_live_store_with_its_write_ahead_log(db_path: Path, tmp_path: Path) -> None:
@@ -328,3 +401,29 @@ def test_rebuild_index_repairs_an_index_fts5_refuses_for_too_many_levels(db_path
     with Lantern.open(db_path) as lt:
         assert [m.record.id for m in lt.memory.search("findable")] == [record.id]
         lt.memory.add(kind="fact", content="more words")
+
+
+def test_an_older_store_is_checked_for_what_it_holds(tmp_path: Path) -> None:
+    """A legacy store, and one at revision 0005: what they cannot hold yet is skipped."""
+    legacy = tmp_path / "legacy.db"
+    build_legacy_store(legacy, 1, awkward=False)
+    result = _cli(legacy, "db", "check", "--json")
+    assert result.exit_code == 0, result.output
+    statuses = {
+        c["name"]: (c["status"], c["problems"]) for c in json.loads(result.stdout)["checks"]
+    }
+    assert statuses["references"][0] == statuses["memory_identity"][0] == "skipped"
+    older = tmp_path / "older.db"
+    location = resolve(older)
+    config = migrations.alembic_config(migrations._Options(location=location, backup=False))
+    command.upgrade(config, "0005")
+    result = _cli(older, "db", "check", "--json")
+    assert result.exit_code == 0, result.output
+    statuses = {
+        c["name"]: (c["status"], c["problems"]) for c in json.loads(result.stdout)["checks"]
+    }
+    assert statuses["references"] == ("ok", [])
+    assert statuses["memory_identity"] == (
+        "skipped",
+        ["the store is older than revision 0006 (upgrade it)"],
+    )

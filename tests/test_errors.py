@@ -38,6 +38,7 @@ def test_busy_past_the_timeout_is_exit_code_3(db_path: Path) -> None:
 
 
 def test_a_bad_busy_timeout_setting_is_refused(db_path: Path) -> None:
+    Lantern.open(db_path).close()
     result = lantern_process(
         "--db", str(db_path), "memory", "list", env={"LANTERN_BUSY_TIMEOUT": "soon"}
     )

@@ -256,6 +256,7 @@ def test_changed_source_keeps_the_ids_of_unchanged_chunks(
     lt.evidence.ingest_path(files, target_size=200)
     before = source(lt, path)
     assert before.chunks is not None and len(before.chunks) == 6
+    assert [c.ordinal for c in before.chunks] == [0, 1000, 2000, 3000, 4000, 5000]
     old = {c.ordinal: c for c in before.chunks}
 
     clock[0] += 60
@@ -268,10 +269,10 @@ def test_changed_source_keeps_the_ids_of_unchanged_chunks(
     after = source(lt, path)
     assert after.chunks is not None
     check_chunks(after, path.read_text(encoding="utf-8"), 200)
-    assert [c.ordinal for c in after.chunks] == [0, 1, 2, 3, 5]  # the removal leaves a gap
+    assert [c.ordinal for c in after.chunks] == [0, 1000, 2000, 3000, 5000]  # a gap at 4000
     for chunk in after.chunks:
-        if chunk.ordinal == 2:
-            assert chunk.id != old[2].id and chunk.created_at == clock[0]
+        if chunk.ordinal == 2000:
+            assert chunk.id != old[2000].id and chunk.created_at == clock[0]
         else:
             assert chunk.id == old[chunk.ordinal].id
             assert chunk.created_at == old[chunk.ordinal].created_at
@@ -285,22 +286,19 @@ def test_changed_source_keeps_the_ids_of_unchanged_chunks(
     appended = source(lt, path)
     assert appended.chunks is not None
     assert [c.id for c in appended.chunks][:-1] == [c.id for c in after.chunks]
-    assert appended.chunks[-1].ordinal == 6
+    assert appended.chunks[-1].ordinal == 6000
 
-    # A chunk inserted before ordinal 0 has no free ordinal: the chunks up to the gap (at 4)
-    # are renumbered and get new ids; those after the gap keep theirs, and their offsets
-    # follow the text.
+    # A chunk inserted before the first takes an ordinal below it: no other chunk changes its
+    # id, and their offsets follow the text.
     sections.insert(0, "Preface line.")
     write(path, "\n\n".join(sections) + "\n")
     lt.evidence.ingest_path(files, target_size=200)
     shifted = source(lt, path)
     check_chunks(shifted, path.read_text(encoding="utf-8"), 200)
     assert shifted.chunks is not None
-    assert [c.ordinal for c in shifted.chunks] == [0, 1, 2, 3, 4, 5, 6]
-    kept_ids = {c.id for c in appended.chunks} & {c.id for c in shifted.chunks}
-    assert kept_ids == {c.id for c in appended.chunks if c.ordinal >= 5}
-    moved = {c.ordinal: c for c in shifted.chunks}
-    assert moved[5].start_offset != appended.chunks[-2].start_offset
+    assert [c.ordinal for c in shifted.chunks] == [-1000, 0, 1000, 2000, 3000, 5000, 6000]
+    assert [c.id for c in shifted.chunks[1:]] == [c.id for c in appended.chunks]
+    assert shifted.chunks[1].start_offset == len("Preface line.\n\n")
 
 
 def test_kept_chunks_keep_their_embeddings_and_removed_ones_lose_them(

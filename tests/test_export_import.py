@@ -314,6 +314,36 @@ def test_an_existing_record_is_never_merged(lt: Lantern, other_url: str) -> None
         assert _import(other, data)["added"]["memory"] == 0
 
 
+def test_records_that_say_the_same_are_imported_and_listed(lt: Lantern, other_url: str) -> None:
+    """A store may hold records that say the same (from before schema revision 0006): an
+    import keeps them all; the one holding the identity is chosen as the upgrade chose it,
+    whatever the order of the lines, and a record the store had keeps holding it."""
+    header = '{"type":"lantern_export","format":1}'
+    later = memory_id("global", "fact", "x")  # the id the text gives: it holds the identity
+    lines = [
+        header,
+        _record_line(id="mem_00000000000000aa", created_at=1, updated_at=1),
+        _record_line(id=later, created_at=5, updated_at=5),
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    report = _import(lt, data)
+    assert report["added"]["memory"] == 2
+    assert lt.memory.get_or_add(kind="fact", content="x")[0].id == later
+    assert lt.check().warnings == [
+        f"duplicate_memories: mem_00000000000000aa says what {later} says (same scope, kind and "
+        "content); archive, supersede or forget one of them"
+    ]
+    exported = _export(lt)
+    with Lantern.open(other_url) as other:
+        _import(other, exported)
+        assert _export(other) == exported  # the round trip gives the same bytes
+        # One more that says it, into a store whose own record holds it: imported, listed.
+        line = _record_line(id="mem_00000000000000bb")
+        assert _import(other, f"{header}\n{line}\n".encode())["added"]["memory"] == 1
+        assert other.memory.get_or_add(kind="fact", content="x")[0].id == later
+        assert other.check().healthy and len(other.check().warnings) == 2
+
+
 def test_sqlite_to_postgres_and_back_gives_the_same_bytes(
     tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lantern.store.ids import chunk_id, entity_id, memory_id, source_id
+from lantern.store.ids import chunk_id, entity_id, memory_id, memory_identity, source_id
 
 
 @pytest.mark.parametrize(
@@ -23,6 +23,13 @@ from lantern.store.ids import chunk_id, entity_id, memory_id, source_id
 )
 def test_memory_ids(scope: str, kind: str, content: str, expected: str) -> None:
     assert memory_id(scope, kind, content) == expected
+
+
+def test_memory_identity_and_the_ids_that_follow_a_taken_one() -> None:
+    # sha256("global\nfact\nThe sky is blue." [+ "\n1" | "\n2"]), first 16 hex digits.
+    assert memory_identity("global", "fact", " The  sky is blue.") == "82e79f42f8fd70a9"
+    assert memory_id("global", "fact", "The sky is blue.", 1) == "mem_8d173490f3539c2a"
+    assert memory_id("global", "fact", "The sky\tis blue.", 2) == "mem_6ff7c250d67f0191"
 
 
 def test_memory_id_depends_on_scope_kind_and_content() -> None:

@@ -110,6 +110,7 @@ def test_commands_run_with_the_collector_on(tmp_path: Path) -> None:
         "    print('checked')\n"
         "    return lantern\n"
         "context.open_lantern = checked\n"
-        "cli.main(['--db', sys.argv[1], 'memory', 'list'], standalone_mode=False)\n"
+        "cli.main(['--db', sys.argv[1], 'memory', 'add', '--kind', 'fact', 'x'], "
+        "standalone_mode=False)\n"
     )
     assert "checked" in python_output(script, str(tmp_path / "store.db"))

@@ -93,7 +93,8 @@ def test_inspect_command(run_cli: CliRun) -> None:
     assert list(as_json) == INSPECT_KEYS and as_json["memories"]["total"] == 1
 
 
-def test_inspect_through_the_real_executable(run_lantern: ProcessRun) -> None:
+def test_inspect_through_the_real_executable(run_lantern: ProcessRun, store_url: str) -> None:
+    Lantern.open(store_url).close()
     result = run_lantern("inspect", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["revision"] == migrations.HEAD

@@ -5,8 +5,10 @@ is started from what `--print-config` prints, which shows that snippet works as 
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -288,3 +290,19 @@ def test_read_only_reads_the_whole_store(read_only: McpClient, world: World) -> 
     live = {r["id"] for name, r in world.outside.items() if name != "forgotten"}
     assert listed >= {r["id"] for r in world.inside.values()} | live
     assert read_only.ok("lantern_chunk_show", {"id": world.chunk})["id"] == world.chunk
+
+
+def test_a_missing_store_is_created_by_a_writable_server_only(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    store = tmp_path / "new" / "lantern.db"
+    with running(server_parameters(str(store), "--read-only", home=home)) as reader:
+        message = reader.error("lantern_memory_list")
+        assert message.startswith(f"no Lantern store at {store} (nothing is there)")
+        assert reader.error("lantern_search", {"query": "x"}) == message
+        assert not store.parent.exists()
+        with running(server_parameters(str(store), home=home)) as writer:
+            added = writer.ok("lantern_memory_add", {"kind": "fact", "content": "now here"})
+        assert stat.S_IMODE(store.stat().st_mode) == 0o600
+        # The read-only server opens the store once a writer has made it.
+        listed = reader.ok("lantern_memory_list")
+        assert [record["id"] for record in listed["records"]] == [added["id"]]

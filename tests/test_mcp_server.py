@@ -288,9 +288,12 @@ def test_evidence_tools_return_what_the_cli_prints(server: McpClient, store: str
     # Chunks come in pages, continued after the last ordinal shown, or not at all.
     first = server.ok("lantern_source_show", {"id": source["id"], "limit": 2})
     assert first == cli_json(store, "source", "show", source["id"], "--limit", "2")
-    assert first["chunks"] == source["chunks"][:2] and first["next_cursor"] == 1
-    rest = server.ok("lantern_source_show", {"id": source["id"], "after": 1, "limit": 999})
-    assert rest == cli_json(store, "source", "show", source["id"], "--after", "1", "--limit", "999")
+    after = source["chunks"][1]["ordinal"]
+    assert first["chunks"] == source["chunks"][:2] and first["next_cursor"] == after
+    rest = server.ok("lantern_source_show", {"id": source["id"], "after": after, "limit": 999})
+    assert rest == cli_json(
+        store, "source", "show", source["id"], "--after", str(after), "--limit", "999"
+    )
     assert rest["chunks"] == source["chunks"][2:] and rest["next_cursor"] is None
     bare = server.ok("lantern_source_show", {"id": source["id"], "no_chunks": True})
     assert bare == cli_json(store, "source", "show", source["id"], "--no-chunks")

@@ -264,7 +264,11 @@ def test_a_store_that_cannot_be_opened_is_the_error_of_every_call(tmp_path: Path
         lambda: _calls(lambda: Lantern.open(missing, read_only=True), calls, read_only=True)
     )
     assert "lantern_memory_list" in names and "lantern_memory_add" not in names
-    assert [_text(result) for result in results] == [f"no store at {missing}"] * 2
+    message = (
+        f"no Lantern store at {missing} (nothing is there); only commands that add something "
+        "(memory add, ingest, import, db upgrade) create one"
+    )
+    assert [_text(result) for result in results] == [message] * 2
     assert not missing.exists()
 
 

@@ -7,14 +7,17 @@ import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from alembic import command
 from lantern.api import Lantern
 from lantern.memory.fts import fts_rowid
+from lantern.memory.identity import claim_order
 from lantern.store import migrations
 from lantern.store.engine import create_store_engine, prepare_sqlite_file
+from lantern.store.ids import memory_id, memory_identity
 from lantern.store.location import resolve
 from lantern.store.models import memory_records
 from tests.legacy_stores import build_legacy_store
@@ -32,36 +35,45 @@ def _store_at(url: str, revision: str) -> None:
     command.upgrade(config, revision)
 
 
-def _add_old_records(url: str) -> None:
+def _insert_old(engine: Engine, rows: list[dict[str, Any]]) -> None:
+    """Facts of scope "old", written straight into `memory_records` as an older Lantern did."""
+    defaults = {"kind": "fact", "scope": "old", "priority": 50, "urgency": 0, "confidence": 1.0}
+    with engine.begin() as conn:
+        for row in rows:
+            conn.execute(memory_records.insert().values(**defaults, **row))
+
+
+def _engine(url: str) -> Engine:
     location = resolve(url)
     if location.path is not None:
         prepare_sqlite_file(location.path)
-    engine = create_store_engine(location)
+    return create_store_engine(location)
+
+
+def _add_old_records(url: str) -> None:
+    engine = _engine(url)
     try:
-        with engine.begin() as conn:
-            for record_id, content, refs in OLD_RECORDS:
-                conn.execute(
-                    memory_records.insert().values(
-                        id=record_id,
-                        kind="fact",
-                        content=content,
-                        scope="old",
-                        priority=50,
-                        urgency=0,
-                        confidence=1.0,
-                        status="active",
-                        created_at=1_700_000_000,
-                        updated_at=1_700_000_000,
-                        source_refs=refs,
-                    )
-                )
+        _insert_old(
+            engine,
+            [
+                {
+                    "id": record_id,
+                    "content": content,
+                    "status": "active",
+                    "created_at": 1_700_000_000,
+                    "updated_at": 1_700_000_000,
+                    "source_refs": refs,
+                }
+                for record_id, content, refs in OLD_RECORDS
+            ],
+        )
     finally:
         engine.dispose()
 
 
-def _revision_module() -> ModuleType:
-    path = migrations.script_location() / "versions" / "0005_memory_history_and_search.py"
-    spec = importlib.util.spec_from_file_location("revision_0005", path)
+def _revision_module(name: str = "0005_memory_history_and_search") -> ModuleType:
+    path = migrations.script_location() / "versions" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"revision_{name[:4]}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -143,3 +155,97 @@ def test_a_legacy_store_upgrades_through_0005(tmp_path: Path) -> None:
         record = lt.memory.add(kind="fact", content="new after the upgrade")
         assert [m.record.id for m in lt.memory.search("upgrade")] == [record.id]
         assert [e.event for e in lt.memory.history(record.id)] == ["created"]
+
+
+# --- revision 0006: identities -----------------------------------------------------------------
+
+
+def test_revision_0006_derives_identities_and_holders_as_the_repository_does() -> None:
+    revision = _revision_module("0006_memory_identity")
+    for scope, kind, content in [
+        ("global", "fact", "The sky is blue."),
+        ("user:ada", "goal", "  Ship\tv0 \n now "),
+        ("p", "constraint", "naïve café ✓"),
+    ]:
+        assert revision._identity(scope, kind, content) == memory_identity(scope, kind, content)
+    key = memory_identity("global", "fact", "x")
+    for args in [
+        ("mem_" + key, key, "superseded", 9),
+        ("mem_0000000000000001", key, "active", 5),
+        ("mem_0000000000000002", key, "archived", 1),
+        ("mem_0000000000000003", key, "odd", 1),
+    ]:
+        assert revision._claim_order(*args) == claim_order(*args)
+
+
+# Records of a store made before 0006: one that was updated to the text of another, and ones
+# added again after such updates (scope "old", kind "fact").
+SAID_TWICE = [
+    # (id, content, status, created_at)
+    (memory_id("old", "fact", "alpha"), "beta", "active", 100),  # updated from alpha
+    (memory_id("old", "fact", "beta"), "beta", "archived", 200),  # beta's own id: holds it
+    ("mem_00000000000000c1", "beta", "active", 50),
+    ("mem_00000000000000c2", "two", "superseded", 10),
+    ("mem_00000000000000c3", "two", "active", 300),  # active first: holds it
+    ("mem_00000000000000c4", "alone", "active", 1),
+]
+
+
+def test_0006_keeps_every_record_that_says_the_same_and_lists_them(store_url: str) -> None:
+    _store_at(store_url, "0004")
+    location = resolve(store_url)
+    engine = _engine(store_url)
+    try:
+        _insert_old(
+            engine,
+            [
+                {"id": record_id, "content": content, "status": status,
+                 "created_at": at, "updated_at": at, "source_refs": []}
+                for record_id, content, status, at in SAID_TWICE
+            ],
+        )  # fmt: skip
+        columns = ", ".join(c.name for c in memory_records.c if c.name != "identity_hash")
+        query = text(f"SELECT {columns} FROM memory_records ORDER BY id")
+        with engine.connect() as conn:
+            before = conn.execute(query).all()
+        migrations.upgrade(location, backup=False)
+        with engine.connect() as conn:
+            assert conn.execute(query).all() == before  # nothing changed, nothing lost
+            held = dict(conn.execute(text("SELECT id, identity_hash FROM memory_records")).all())
+    finally:
+        engine.dispose()
+    beta, two = memory_identity("old", "fact", "beta"), memory_identity("old", "fact", "two")
+    assert held == {
+        SAID_TWICE[0][0]: None,
+        SAID_TWICE[1][0]: beta,
+        "mem_00000000000000c1": None,
+        "mem_00000000000000c2": None,
+        "mem_00000000000000c3": two,
+        "mem_00000000000000c4": memory_identity("old", "fact", "alone"),
+    }
+    with Lantern.open(store_url) as lt:
+        report = lt.check()
+        assert report.healthy and report.problems == []
+        assert report.warnings == [
+            f"duplicate_memories: {first} says what {second} says (same scope, kind and "
+            "content); archive, supersede or forget one of them"
+            for first, second in sorted(
+                [
+                    ("mem_00000000000000c1", SAID_TWICE[1][0]),
+                    ("mem_00000000000000c2", "mem_00000000000000c3"),
+                    (SAID_TWICE[0][0], SAID_TWICE[1][0]),
+                ]
+            )
+        ]
+        assert (
+            lt.memory.get_or_add(kind="fact", scope="old", content="beta")[0].id
+            == (SAID_TWICE[1][0])
+        )
+        alpha, created = lt.memory.get_or_add(kind="fact", scope="old", content="alpha")
+        assert created and alpha.id == memory_id("old", "fact", "alpha", 1)
+    # Down and up again: the same identities.
+    command.downgrade(migrations.alembic_config(migrations._Options(location=location)), "0005")
+    migrations.upgrade(location, backup=False)
+    with Lantern.open(store_url) as lt, lt.store.read() as conn:
+        again = dict(conn.execute(text("SELECT id, identity_hash FROM memory_records")).all())
+    assert again == {**held, alpha.id: memory_identity("old", "fact", "alpha")}

@@ -39,6 +39,9 @@ def test_an_unreachable_server_is_one_line_with_the_password_hidden() -> None:
 
 
 def test_status_of_a_postgres_store(postgres_url: str) -> None:
+    empty = lantern_process("--db", postgres_url, "db", "status", "--json")
+    assert empty.returncode == 8 and "(it is empty)" in empty.stderr
+    assert lantern_process("--db", postgres_url, "db", "upgrade").returncode == 0
     result = lantern_process("--db", postgres_url, "db", "status", "--json")
     assert result.returncode == 0, result.stderr
     status = json.loads(result.stdout)

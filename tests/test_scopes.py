@@ -17,7 +17,14 @@ import pytest
 from sqlalchemy import text
 
 from lantern.api import Lantern
-from lantern.errors import Conflict, InvalidInput, LanternError, NotFound, PolicyRefused
+from lantern.errors import (
+    Conflict,
+    InvalidInput,
+    LanternError,
+    NoStore,
+    NotFound,
+    PolicyRefused,
+)
 from lantern.memory.records import MemoryRecord
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store.ids import memory_id
@@ -363,7 +370,7 @@ def test_a_read_only_store_reads_and_refuses_every_write(lt: Lantern, store_url:
 
 def test_read_only_never_creates_a_store(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "lantern.db"
-    with pytest.raises(NotFound, match="no store at"):
+    with pytest.raises(NoStore, match=r"no Lantern store at .*nothing is there"):
         Lantern.open(missing, read_only=True)
     assert not missing.parent.exists()
 
@@ -372,7 +379,7 @@ def test_read_only_refuses_an_empty_database(store_url: str) -> None:
     if "://" not in store_url:
         Path(store_url).parent.mkdir(parents=True)
         Path(store_url).touch()
-    with pytest.raises(NotFound, match="no Lantern store at"):
+    with pytest.raises(NoStore, match=r"no Lantern store at .*it is empty"):
         Lantern.open(store_url, read_only=True)
     with Lantern.open(store_url) as created:  # the empty database is left as it was
         assert created.memory.list() == []

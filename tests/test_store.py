@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import sqlite3
 import stat
@@ -13,12 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 from sqlalchemy import event
 
 from lantern.api import Lantern
-from lantern.errors import InvalidInput, NotAStore, NotFound
+from lantern.cli import cli
+from lantern.errors import InvalidInput, NoStore, NotAStore, NotFound
+from lantern.store import migrations
 from lantern.store.location import default_path, resolve
-from tests.helpers import lantern_process
+from tests.helpers import command_paths, lantern_process
 
 
 def _mode(path: Path) -> int:
@@ -180,11 +184,144 @@ def test_a_directory_is_not_a_store(tmp_path: Path) -> None:
         Lantern.open(tmp_path)
 
 
-def test_an_empty_file_becomes_a_store(tmp_path: Path) -> None:
+def test_an_empty_file_becomes_a_private_store(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
-    path.touch()
+    path.touch(mode=0o644)
+    os.chmod(path, 0o644)
     with Lantern.open(path) as lt:
         assert lt.status().revision is not None
+        lt.memory.add(kind="fact", content="private")
+        assert _mode(path.with_name("empty.db-wal")) == 0o600
+    assert _mode(path) == 0o600
+
+
+def test_a_relative_xdg_data_home_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    default = tmp_path / "home" / ".local" / "share" / "lantern" / "lantern.db"
+    for relative in ("data", "./data", "~data"):
+        monkeypatch.setenv("XDG_DATA_HOME", relative)
+        assert default_path() == default, relative
+    monkeypatch.setenv("XDG_DATA_HOME", "")
+    assert default_path() == default
+    result = lantern_process(
+        "memory", "add", "--kind", "fact", "x", env={"XDG_DATA_HOME": "data"}, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert default.exists() and not (tmp_path / "data").exists()
+
+
+ID = "mem_0000000000000001"
+# Every command, with arguments it accepts, by what it does to a store that is not there yet.
+# (`mcp` serves a store, tested in tests/test_mcp_restrictions.py; its token commands keep a
+# file of tokens and touch no store.)
+ONLY_READ = [
+    ("memory", "list"),
+    ("memory", "search", "x"),
+    ("memory", "show", ID),
+    ("memory", "history", ID),
+    ("memory", "cites", "session:s"),
+    ("memory", "check-refs"),
+    ("memory", "expire", "--dry-run"),
+    ("search", "x"),
+    ("source", "list"),
+    ("source", "show", "src_0000000000000001"),
+    ("chunk", "show", "chk_0000000000000001"),
+    ("inspect",),
+    ("export",),
+    ("db", "status"),
+    ("db", "check"),
+    ("db", "backup", "{tmp}/copy.db"),
+]
+CHANGE_WHAT_IS_STORED = [
+    ("memory", "update", ID, "--priority", "1"),
+    ("memory", "supersede", ID, "--content", "y"),
+    ("memory", "archive", ID),
+    ("memory", "restore", ID),
+    ("memory", "expire"),
+    ("memory", "forget", ID, "--yes"),
+    ("source", "remove", "src_0000000000000001"),
+    ("db", "rebuild-index"),
+]
+ADD = [
+    ("memory", "add", "--kind", "fact", "x"),
+    ("ingest", "{tmp}/notes.md"),
+    ("import", "{tmp}/export.jsonl"),
+    ("db", "upgrade"),
+]
+
+
+def test_every_command_is_classified() -> None:
+    classified = {
+        args[:2] if args[0] in ("memory", "db", "source", "chunk") else args[:1]
+        for args in ONLY_READ + CHANGE_WHAT_IS_STORED + ADD
+    }
+    assert {path for path in command_paths(cli) if path[0] != "mcp"} == classified
+
+
+def _run(store: str | Path, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["--db", str(store), *args])
+
+
+@pytest.mark.parametrize("args", ONLY_READ + CHANGE_WHAT_IS_STORED, ids=" ".join)
+def test_commands_that_add_nothing_never_create_a_store(
+    store_url: str, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    argv = [arg.format(tmp=tmp_path) for arg in args]
+    missing = tmp_path / "typo" / "lantern.db"
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    os.chmod(empty, 0o644)
+    postgres = "://" in store_url
+    stores = [(str(missing), "nothing is there"), (str(empty), "it is empty")]
+    stores.append((store_url, "it is empty" if postgres else "nothing is there"))
+    as_json = [] if args == ("export",) else ["--json"]
+    for store, why in stores:
+        result = _run(store, *argv, *as_json)
+        assert result.exit_code == NoStore.exit_code, (store, result.output)
+        where = resolve(store).display_url if postgres and store == store_url else store
+        assert result.stderr.startswith(f"Error: no Lantern store at {where} ({why}); ")
+        if as_json:
+            assert json.loads(result.stdout)["error"]["code"] == "no_store"
+    assert not missing.parent.exists() and not (tmp_path / "copy.db").exists()
+    assert (empty.stat().st_size, _mode(empty)) == (0, 0o644)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
+    if postgres:  # the empty schema was left empty
+        with pytest.raises(NoStore):
+            Lantern.open(store_url, create=False)
+
+
+@pytest.mark.parametrize("args", ADD, ids=" ".join)
+def test_commands_that_add_create_a_private_store(tmp_path: Path, args: tuple[str, ...]) -> None:
+    (tmp_path / "notes.md").write_text("# Notes\n\nSomething to keep.\n", encoding="utf-8")
+    (tmp_path / "export.jsonl").write_text('{"type":"lantern_export","format":1}\n')
+    argv = [arg.format(tmp=tmp_path) for arg in args]
+    os.umask(0o022)
+    missing = tmp_path / "new" / "lantern.db"
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    os.chmod(empty, 0o644)
+    for store in (missing, empty):
+        result = _run(store, *argv)
+        assert result.exit_code == 0, result.output
+        assert _mode(store) == 0o600
+        with Lantern.open(store, create=False) as lt:
+            assert lt.status().revision == migrations.HEAD
+    assert _mode(missing.parent) == 0o700
+
+
+def test_the_real_executable_reports_no_store_and_creates_one_only_to_add(tmp_path: Path) -> None:
+    store = tmp_path / "newplace" / "a.db"
+    for args in (("db", "status"), ("memory", "list"), ("memory", "archive", ID)):
+        result = lantern_process("--db", str(store), *args)
+        assert result.returncode == 8, result.stderr
+        assert result.stderr.startswith(f"Error: no Lantern store at {store} (nothing is there)")
+    assert not store.parent.exists()
+    added = lantern_process("--db", str(store), "memory", "add", "--kind", "fact", "first")
+    assert added.returncode == 0, added.stderr
+    listed = lantern_process("--db", str(store), "memory", "list", "--json")
+    assert [r["content"] for r in json.loads(listed.stdout)] == ["first"]
 
 
 def test_garbage_file_is_not_a_store(tmp_path: Path) -> None:

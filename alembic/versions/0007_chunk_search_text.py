@@ -27,7 +27,7 @@ recomputes. A test runs this revision on every run of the suite, so a change tha
 import shows at once. The SQL here is this revision's own.
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-12-07
 """
 
@@ -40,7 +40,7 @@ from alembic import op
 from lantern.evidence.searchtext import KINDS_WITH_SEARCH_TEXT, search_text
 
 revision: str = "0007"
-down_revision: str | None = "0005"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -13,8 +13,10 @@ if TYPE_CHECKING:
 
 
 def open_lantern(
-    ctx: click.Context, *, require_current: bool = True, create: bool = True
+    ctx: click.Context, *, require_current: bool = True, create: bool = False
 ) -> Lantern:
+    """The command's store. Only commands that add something pass `create`: any other command
+    on a path where no store is fails with `NoStore` (exit 8) and creates nothing."""
     with loading():
         # Imported here so that `lantern --help` does not load SQLAlchemy.
         from lantern.api import Lantern

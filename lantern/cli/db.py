@@ -50,7 +50,7 @@ def upgrade_command(ctx: click.Context, no_backup: bool, as_json: bool) -> None:
 
         lantern --db ~/notes/lantern.db db upgrade
     """
-    lantern = open_lantern(ctx, require_current=False)
+    lantern = open_lantern(ctx, require_current=False, create=True)
     report = lantern.upgrade(backup=not no_backup)
     if report.backup_path is not None:
         note(f"backed up the store to {report.backup_path}")
@@ -74,15 +74,16 @@ def upgrade_command(ctx: click.Context, no_backup: bool, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def check_command(ctx: click.Context, as_json: bool) -> None:
-    """Check the store's health; change nothing. Exit 0 when healthy, 4 otherwise.
+    """Check the store's health; change nothing. Exit 0 unless something is damaged, then 4.
 
     Checks page integrity, foreign keys, the schema revision and its tables, leftover
-    migration tables, the full-text indexes against their tables, the reference rows, and
-    references whose evidence is gone. Each problem is listed.
+    migration tables, the full-text indexes against their tables, the reference rows and the
+    records' identities. Each problem is listed. References whose evidence is gone and records
+    that say the same are listed as warnings: they are not damage, and leave the exit code 0.
 
         lantern db check --json
     """
-    report = open_lantern(ctx, require_current=False, create=False).check()
+    report = open_lantern(ctx, require_current=False).check()
     if as_json:
         emit_json(report.to_json())
     else:
@@ -90,11 +91,15 @@ def check_command(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"{result.name + ':':<21}{result.status}")
             for problem in result.problems:
                 click.echo(f"  {problem}")
+    where = report.path or report.url
+    if report.warnings:
+        more = " (and more in the report)" if len(report.warnings) > 1 else ""
+        note(f"warnings about the store at {where}: {report.warnings[0]}{more}")
     if not report.healthy:
         # Not raised: with --json the report above is the whole of stdout.
         count = len(report.problems)
         click.echo(
-            f"Error: the store at {report.path or report.url} is not healthy: {count} "
+            f"Error: the store at {where} is not healthy: {count} "
             f"problem{'s' if count != 1 else ''} ({report.problems[0]})",
             err=True,
         )
@@ -135,7 +140,7 @@ def backup_command(ctx: click.Context, path: str, force: bool, as_json: bool) ->
 
         lantern db backup ~/backups/lantern-$(date +%F).db
     """
-    report = open_lantern(ctx, require_current=False, create=False).backup(path, force=force)
+    report = open_lantern(ctx, require_current=False).backup(path, force=force)
     if as_json:
         emit_json(report.to_json())
         return

@@ -79,7 +79,7 @@ def ingest(
         if include or exclude or prune:
             raise click.UsageError("--include, --exclude and --prune apply to paths, not to -")
         text = _read_stdin()
-        evidence = open_lantern(ctx).evidence
+        evidence = open_lantern(ctx, create=True).evidence
         started = time.perf_counter()
         result = evidence.ingest_text(uri, text, kind=kind, metadata=metadata, **sizing)
         summary = IngestSummary.from_results([result], seconds=time.perf_counter() - started)
@@ -87,7 +87,7 @@ def ingest(
         if uri is not None:
             raise click.UsageError("--uri names standard input; use it with - as the path")
         with _ProgressBar() as bar:
-            summary = open_lantern(ctx).evidence.ingest_path(
+            summary = open_lantern(ctx, create=True).evidence.ingest_path(
                 list(paths),
                 include=include,
                 exclude=exclude,

@@ -160,7 +160,7 @@ def add_command(
     """
     if content == "-":
         content = _read_stdin()
-    lantern = open_lantern(ctx)
+    lantern = open_lantern(ctx, create=True)
     record, created = lantern.memory.get_or_add(
         kind=kind,
         content=content,

@@ -53,7 +53,7 @@ def import_(ctx: click.Context, file: str, as_json: bool) -> None:
 
         lantern import lantern-memories.jsonl
     """
-    lantern = open_lantern(ctx)
+    lantern = open_lantern(ctx, create=True)
     if file == "-":
         report = lantern.import_jsonl(sys.stdin.buffer)
     else:

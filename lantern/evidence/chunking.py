@@ -70,24 +70,34 @@ class ChunkSpan:
 
 
 def chunk_source(
-    text: str, kind: str, *, target_size: int = DEFAULT_TARGET_SIZE, path: str | None = None
+    text: str,
+    kind: str,
+    *,
+    target_size: int = DEFAULT_TARGET_SIZE,
+    path: str | None = None,
+    begin: int = 0,
 ) -> list[ChunkSpan]:
     """Chunk ``text`` along the boundaries that matter for its kind.
 
     Unknown kinds are chunked as plain text rather than rejected, so new kinds can
     be stored before they get a dedicated strategy.
+
+    With ``begin``, only ``text[begin:]`` is chunked, as the continuation of what
+    precedes it (a transcript or log that grew): units are found in the whole text,
+    so that headings, definitions and turns that began earlier still give their
+    context, and cut at ``begin``, which must not fall inside a word.
     """
     target = _validated_target(target_size)
     if kind == "markdown":
-        pieces = _markdown_pieces(text, target)
+        pieces = _markdown_pieces(text, target, begin)
     elif kind == "source_file":
-        pieces = _source_pieces(text, target, language_for(path))
+        pieces = _source_pieces(text, target, language_for(path), begin)
     elif kind == "transcript":
-        pieces = _transcript_pieces(text, target)
+        pieces = _transcript_pieces(text, target, begin)
     elif kind == "log":
-        pieces = _log_pieces(text, target)
+        pieces = _log_pieces(text, target, begin)
     else:
-        pieces = _plain_pieces(text, target)
+        pieces = _plain_pieces(text, target, begin)
     return [
         ChunkSpan(ordinal, start, end, text[start:end], metadata)
         for ordinal, (start, end, metadata) in enumerate(pieces)
@@ -249,16 +259,24 @@ def _pack(text: str, units: Sequence[Span], target: int, finer: Splitter) -> Ite
             yield from finer(text, start, end, target)
 
 
-def _split_all(text: str, target: int, splitter: Splitter) -> Iterator[Span]:
-    span = _trim(text, 0, len(text))
+def _split_all(text: str, target: int, splitter: Splitter, begin: int) -> Iterator[Span]:
+    span = _trim(text, begin, len(text))
     return iter(()) if span is None else splitter(text, *span, target)
+
+
+def _from(text: str, units: Sequence[Span], begin: int) -> Sequence[Span]:
+    """The units, or what is left of them, from ``begin`` on."""
+    if begin == 0:
+        return units
+    rest = (_trim(text, max(start, begin), end) for start, end in units if end > begin)
+    return [unit for unit in rest if unit is not None]
 
 
 # --- plain text and logs -------------------------------------------------------
 
 
-def _plain_pieces(text: str, target: int) -> Iterator[Piece]:
-    for start, end in _split_all(text, target, _split_paragraphs):
+def _plain_pieces(text: str, target: int, begin: int) -> Iterator[Piece]:
+    for start, end in _split_all(text, target, _split_paragraphs, begin):
         yield start, end, {}
 
 
@@ -281,9 +299,9 @@ class _LineCounter:
         return {"start_line": self.line_at(start), "end_line": self.line_at(end - 1)}
 
 
-def _log_pieces(text: str, target: int) -> Iterator[Piece]:
+def _log_pieces(text: str, target: int, begin: int) -> Iterator[Piece]:
     counter = _LineCounter(text)
-    for start, end in _split_all(text, target, _split_lines):
+    for start, end in _split_all(text, target, _split_lines, begin):
         yield start, end, counter.lines_of(start, end)
 
 
@@ -307,9 +325,10 @@ def _follows_leading_line(text: str, line_start: int) -> bool:
     return _LEADING_LINE.match(text, previous_start, line_start - 1) is not None
 
 
-def _source_pieces(text: str, target: int, language: str | None) -> Iterator[Piece]:
+def _source_pieces(text: str, target: int, language: str | None, begin: int) -> Iterator[Piece]:
     counter = _LineCounter(text)
-    for start, end in _pack(text, _top_level_units(text), target, _split_paragraphs):
+    units = _from(text, _top_level_units(text), begin)
+    for start, end in _pack(text, units, target, _split_paragraphs):
         yield start, end, {"language": language, **counter.lines_of(start, end)}
 
 
@@ -422,10 +441,12 @@ def _markdown_blocks(text: str, start: int, end: int, fences: _Fences) -> list[S
     return blocks
 
 
-def _markdown_pieces(text: str, target: int) -> Iterator[Piece]:
+def _markdown_pieces(text: str, target: int, begin: int) -> Iterator[Piece]:
     fences = _Fences(text)
     for section in _sections(text, fences):
-        span = _trim(text, section.start, section.end)
+        if section.end <= begin:
+            continue
+        span = _trim(text, max(section.start, begin), section.end)
         if span is None:
             continue
         if span[1] - span[0] <= target:
@@ -449,13 +470,17 @@ def _turn_metadata(turns: Sequence[Turn]) -> dict[str, object]:
     }
 
 
-def _transcript_pieces(text: str, target: int) -> Iterator[Piece]:
+def _transcript_pieces(text: str, target: int, begin: int) -> Iterator[Piece]:
     """Group whole turns; only a turn longer than the target is ever split."""
     turns = parse_transcript(text)
     if turns is None:
-        yield from _plain_pieces(text, target)
+        yield from _plain_pieces(text, target, begin)
         return
-    kept = [(turn, span) for turn in turns if (span := _trim(text, turn.start, turn.end))]
+    kept = [
+        (turn, span)
+        for turn in turns
+        if turn.end > begin and (span := _trim(text, max(turn.start, begin), turn.end))
+    ]
     units = [span for _, span in kept]
     for first, stop in _groups(units, target):
         start, end = units[first][0], units[stop - 1][1]

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, bindparam, delete, insert, select, text, upda
 
 from lantern.evidence import searchindex
 from lantern.evidence.chunking import ChunkSpan, chunk_source
-from lantern.evidence.chunkplan import assign_ordinals
+from lantern.evidence.chunkplan import appended_at, assign_ordinals, following_ordinals
 from lantern.evidence.files import FileText
 from lantern.evidence.reading import SOURCE_BY_URI, StoredSource, batches, to_source
 from lantern.evidence.records import IngestResult, Source, freeze_metadata
@@ -163,14 +163,12 @@ def _plan(
     writes: Writes,
 ) -> IngestResult:
     """Add the rows that store `document` to `writes`, keeping unchanged chunks' rows."""
-    spans = chunk_source(document.text, document.kind, target_size=target, path=document.hint)
+    as_is, spans, ordinals = _layout(document, row, previous, target)
     source = source_id(document.uri) if row is None else str(row.id)
-    ordinals = assign_ordinals(
-        [(chunk.ordinal, chunk.text) for chunk in previous], [span.text for span in spans]
-    )
     stored_by_id = {chunk.id: chunk for chunk in previous}
     stored_kind = document.kind if row is None else row.kind
-    kept: set[str] = set()
+    # Kept as they are only when the kind is the same (`_layout`): their search text stays.
+    kept = {chunk.id for chunk in as_is}
     inserted = 0
     for span, ordinal in zip(spans, ordinals, strict=True):
         new_id = chunk_id(source, ordinal, span.text)
@@ -208,7 +206,9 @@ def _plan(
         )
     writes.chunk_deletes.extend(chunk.id for chunk in previous if chunk.id not in kept)
     metadata = canonical_json({**_kind_facts(document), **document.metadata})
-    title = document.title if document.title is not None else _derived_title(document, spans)
+    title = document.title
+    if title is None:
+        title = _derived_title(document, [c.metadata for c in as_is] + [s.metadata for s in spans])
     values = {
         "kind": document.kind,
         "title": title,
@@ -231,10 +231,46 @@ def _plan(
         metadata=freeze_metadata(metadata),
         created_at=at if row is None else row.created_at,
         updated_at=at,
-        chunk_count=len(spans),
+        chunk_count=len(as_is) + len(spans),
     )
     status = "added" if row is None else "updated"
     return IngestResult(status, record, inserted, len(kept), document.size)
+
+
+def _layout(
+    document: Document, row: StoredSource | None, previous: list[StoredChunk], target: int
+) -> tuple[list[StoredChunk], list[ChunkSpan], list[int]]:
+    """The stored chunks that stay exactly as they are, and the spans to write with their
+    ordinals (see `lantern.evidence.chunkplan`).
+
+    When the new text starts with the stored one (a transcript or log that grew), every stored
+    chunk stays, and only what was appended is chunked; otherwise the whole text is chunked
+    and matched with the stored chunks.
+    """
+    text = document.text
+    grown = None
+    if row is not None and row.kind == document.kind:
+        offsets = [(chunk.start_offset, chunk.end_offset, chunk.text) for chunk in previous]
+        grown = appended_at(text, row.content_hash, offsets)
+    if grown is not None:
+        as_is = sorted(previous, key=lambda chunk: chunk.ordinal)
+        last = as_is[-1]
+        if last.end_offset == grown and not text[grown].isspace():
+            # The old text ended inside a word that goes on: its chunk is chunked again.
+            as_is.pop()
+            assert last.start_offset is not None
+            grown = last.start_offset
+        spans = chunk_source(
+            text, document.kind, target_size=target, path=document.hint, begin=grown
+        )
+        ordinals = following_ordinals(as_is[-1].ordinal if as_is else None, len(spans))
+        if ordinals is not None:
+            return as_is, spans, ordinals
+    spans = chunk_source(text, document.kind, target_size=target, path=document.hint)
+    ordinals = assign_ordinals(
+        [(chunk.ordinal, chunk.text) for chunk in previous], [span.text for span in spans]
+    )
+    return [], spans, ordinals
 
 
 def _stored_chunks(conn: Connection, source_ids: list[str]) -> dict[str, list[StoredChunk]]:
@@ -330,11 +366,12 @@ def _kind_facts(document: Document) -> dict[str, Any]:
     return {}
 
 
-def _derived_title(document: Document, spans: list[ChunkSpan]) -> str | None:
-    """A markdown source's first heading, else the file name (None for a nameless text)."""
+def _derived_title(document: Document, chunks: list[Any]) -> str | None:
+    """A markdown source's first heading (from its chunks' metadata, in order), else the file
+    name (None for a nameless text)."""
     if document.kind == "markdown":
-        for span in spans:
-            heading_path = span.metadata.get("heading_path")
+        for metadata in chunks:
+            heading_path = metadata.get("heading_path")
             if isinstance(heading_path, list) and heading_path:
                 return str(heading_path[0])
     return document.name

@@ -1,7 +1,9 @@
 """Checking a store's health (`lantern db check`), without ever changing it.
 
 `check` reads and never repairs: each check reports what it found, and the store is healthy
-when none failed. What is checked, and why each one matters:
+when none failed. A check fails on damage; findings that are not damage (references whose
+evidence is gone, records that say the same) are warnings. What is checked, and why each one
+matters:
 
 * `integrity`: SQLite's `PRAGMA integrity_check` (every page, b-tree and index entry); on
   PostgreSQL, that no index of the store is left invalid, and `amcheck`'s b-tree checks when
@@ -20,8 +22,13 @@ when none failed. What is checked, and why each one matters:
   columns are recomputed and compared. On both, the chunks' searchable texts
   (`chunk_search_text`) are derived again and compared with the stored rows.
 * `memory_refs`: the reference rows agree with the records' `source_refs`.
-* `references`: `source` and `chunk` references that no longer name anything (evidence removed
-  or re-ingested since); `lantern memory check-refs` lists the same.
+* `references` (warnings): `source` and `chunk` references that no longer name anything
+  (evidence removed or re-ingested since, or stored with `--allow-dangling`); `lantern memory
+  check-refs` lists the same. They are what the caller stored, not damage.
+* `memory_identity`: every record's `identity_hash` is what its scope, kind and content say,
+  or NULL for a record that repeats one that holds it (`lantern.memory.identity`).
+* `duplicate_memories` (warnings): those repeating records, kept from before schema revision
+  0006 or from an import; which to keep is the caller's decision.
 
 FTS5's `integrity-check` is written as an `INSERT`, so it runs in a write transaction that is
 always rolled back (`Store.probe`): it waits for other writers like one, and never changes the
@@ -43,6 +50,7 @@ from lantern.memory import fts as memory_fts
 from lantern.memory import refs as memory_refs
 from lantern.store import migrations
 from lantern.store.engine import Store, translate
+from lantern.store.ids import memory_identity
 from lantern.store.models import Base, memory_records
 from lantern.store.models import memory_refs as refs_table
 from lantern.validation import JSONObject
@@ -56,7 +64,11 @@ CHECKS = (
     "memory_index",
     "memory_refs",
     "references",
+    "memory_identity",
+    "duplicate_memories",
 )
+WARNING_CHECKS = frozenset({"references", "duplicate_memories"})
+"""Checks whose findings are warnings: what the caller stored, not damage."""
 MAX_LISTED = 20
 """Problems listed per check; more are summed up in one last line."""
 
@@ -66,12 +78,15 @@ _SEARCH_VIEW = "chunk_search"
 _SQLITE_HISTORY_TRIGGERS = ("memory_history_no_update", "memory_history_no_delete")
 _POSTGRES_HISTORY_TRIGGERS = ("memory_history_append_only", "memory_history_no_truncate")
 _ROWID_FUNCTION = "lantern_fts_rowid"
+_IDENTITY_REVISION = "0006"
+_IDENTITY_INDEX = "ix_memory_records_identity_hash"
 _BATCH = 1_000
 
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One check: `ok`, `failed` (with its problems) or `skipped` (with the reason)."""
+    """One check: `ok`, `warning` or `failed` (with what it found), or `skipped` (with the
+    reason)."""
 
     name: str
     status: str
@@ -99,10 +114,18 @@ class HealthReport:
     @property
     def problems(self) -> list[str]:
         """What the failed checks found, each line prefixed with its check's name."""
+        return self._found("failed")
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the checks with warnings found, each line prefixed with its check's name."""
+        return self._found("warning")
+
+    def _found(self, status: str) -> list[str]:
         return [
             f"{check.name}: {problem}"
             for check in self.checks
-            if check.status == "failed"
+            if check.status == status
             for problem in check.problems
         ]
 
@@ -134,7 +157,8 @@ class _Findings:
         listed = list(self.items)
         if self.more:
             listed.append(f"... and {self.more} more")
-        return CheckResult(name, "failed" if listed else "ok", tuple(listed))
+        found = "warning" if name in WARNING_CHECKS else "failed"
+        return CheckResult(name, found if listed else "ok", tuple(listed))
 
 
 def check(store: Store, *, url: str) -> HealthReport:
@@ -153,6 +177,8 @@ def check(store: Store, *, url: str) -> HealthReport:
         if memory_ready:
             results["memory_refs"] = _memory_refs(conn)
             results["references"] = _references(conn)
+        if _applied(revision, _IDENTITY_REVISION):
+            results["memory_identity"], results["duplicate_memories"] = _identities(conn)
         if not sqlite:
             results["chunk_index"] = _postgres_chunk_index(conn, tables)
             results["memory_index"] = _tsvector(
@@ -164,12 +190,20 @@ def check(store: Store, *, url: str) -> HealthReport:
         results.setdefault(
             name, CheckResult(name, "skipped", ("the store has no memory tables yet (upgrade it)",))
         )
+    for name in ("memory_identity", "duplicate_memories"):
+        reason = f"the store is older than revision {_IDENTITY_REVISION} (upgrade it)"
+        results.setdefault(name, CheckResult(name, "skipped", (reason,)))
     return HealthReport(
         url=url,
         path=store.location.path,
         revision=revision,
         checks=tuple(results[name] for name in CHECKS),
     )
+
+
+def _applied(revision: str | None, wanted: str) -> bool:
+    known = migrations.REVISIONS
+    return revision is not None and known.index(revision) >= known.index(wanted)
 
 
 def _tables(conn: Connection) -> set[str]:
@@ -302,6 +336,10 @@ def _schema(conn: Connection, sqlite: bool, revision: str | None, tables: set[st
     for trigger in wanted:
         if trigger not in triggers:
             found.add(f"trigger {trigger} is missing")
+    if _IDENTITY_REVISION in applied and _IDENTITY_INDEX not in _indexes(conn, sqlite):
+        found.add(
+            f"index {_IDENTITY_INDEX}, which revision {_IDENTITY_REVISION} creates, is missing"
+        )
     return found.result("schema")
 
 
@@ -317,6 +355,14 @@ def _search_text_schema(declared: dict[str, tuple[str, str]], found: _Findings) 
         sql = declared.get(trigger, ("", ""))[1]
         if sql and "chunk_search_text" not in sql:
             found.add(f"trigger {trigger} indexes chunk text, not its searchable text")
+
+
+def _indexes(conn: Connection, sqlite: bool) -> set[str]:
+    if sqlite:
+        query = "SELECT name FROM sqlite_master WHERE type = 'index'"
+    else:
+        query = "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+    return set(conn.exec_driver_sql(query).scalars())
 
 
 def _leftovers(tables: set[str]) -> CheckResult:
@@ -360,6 +406,55 @@ def _references(conn: Connection) -> CheckResult:
             "(removed or re-ingested since; see memory check-refs)"
         )
     return found.result("references")
+
+
+def _identities(conn: Connection) -> tuple[CheckResult, CheckResult]:
+    """Every record's `identity_hash` is what it says, or NULL for a record that repeats one
+    that holds it; those repeats are the warnings of `duplicate_memories`."""
+    damaged, repeated = _Findings(), _Findings()
+    unclaimed: list[tuple[str, str]] = []
+    rows = conn.execute(
+        select(
+            memory_records.c.id,
+            memory_records.c.scope,
+            memory_records.c.kind,
+            memory_records.c.content,
+            memory_records.c.identity_hash,
+        ).execution_options(yield_per=_BATCH)
+    )
+    for record_id, scope, kind, content, stored in rows:
+        says = memory_identity(scope, kind, content)
+        if stored is None:
+            unclaimed.append((record_id, says))
+        elif stored != says:
+            damaged.add(
+                f"{record_id} has identity_hash {stored}, but its scope, kind and content give "
+                f"{says} (rebuild it with db rebuild-index)"
+            )
+    holders = {
+        held: record_id
+        for start in range(0, len(unclaimed), _BATCH)
+        for record_id, held in conn.execute(
+            select(memory_records.c.id, memory_records.c.identity_hash).where(
+                memory_records.c.identity_hash.in_(
+                    [says for _id, says in unclaimed[start : start + _BATCH]]
+                )
+            )
+        )
+    }
+    for record_id, says in sorted(unclaimed):
+        holder = holders.get(says)
+        if holder is None:
+            damaged.add(
+                f"{record_id} has no identity_hash, and no other record says what it says "
+                "(rebuild it with db rebuild-index)"
+            )
+        else:
+            repeated.add(
+                f"{record_id} says what {holder} says (same scope, kind and content); "
+                "archive, supersede or forget one of them"
+            )
+    return damaged.result("memory_identity"), repeated.result("duplicate_memories")
 
 
 def _tsvector(

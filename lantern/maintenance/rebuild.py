@@ -8,6 +8,7 @@ from sqlalchemy import delete, func, select
 
 from lantern.evidence import searchindex
 from lantern.memory import fts as memory_fts
+from lantern.memory import identity as memory_identity
 from lantern.memory import refs as memory_refs
 from lantern.store.engine import Store
 from lantern.store.models import memory_records
@@ -48,8 +49,10 @@ def rebuild_indexes(store: Store) -> RebuildReport:
     in a dropped segment. A `memory_fts` that FTS5 refuses for too many structure levels (see
     `memory_fts.merge_all`) is made readable first.
     PostgreSQL: `REINDEX` of the three tables' indexes (their `tsvector` columns are generated).
-    Both: the reference rows are rewritten from the records' `source_refs`. Every record's
-    id, content and references are read into memory once, as the rows are rebuilt from them.
+    Both: the reference rows are rewritten from the records' `source_refs`, and every record's
+    `identity_hash` is made what its scope, kind and content say (`memory_identity.repair`).
+    Every record's id, content and references are read into memory once, as the rows are
+    rebuilt from them.
     """
     with store.write() as conn:
         sqlite = conn.dialect.name == "sqlite"
@@ -74,14 +77,22 @@ def rebuild_indexes(store: Store) -> RebuildReport:
                 "chunks_fts",
                 "memory_fts",
                 "memory_refs",
+                "identity_hash",
             )
         else:
             conn.exec_driver_sql("REINDEX TABLE chunks")
             conn.exec_driver_sql("REINDEX TABLE chunk_search_text")
             conn.exec_driver_sql("REINDEX TABLE memory_records")
-            indexes = ("chunk_search_text", "chunks", "memory_records", "memory_refs")
+            indexes = (
+                "chunk_search_text",
+                "chunks",
+                "memory_records",
+                "memory_refs",
+                "identity_hash",
+            )
         conn.execute(delete(refs_table))
         memory_refs.write(conn, [(record_id, refs or []) for record_id, _, refs in rows])
+        memory_identity.repair(conn)
         references = conn.execute(select(func.count()).select_from(refs_table)).scalar_one()
     return RebuildReport(
         indexes=indexes,

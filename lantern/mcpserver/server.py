@@ -9,7 +9,9 @@ opening of the store about half a second more. The server answers the client's h
 its tools/list as soon as the SDK is loaded, and opens the store meanwhile in a worker thread;
 the first tool call waits for it. The store is opened once, for the life of the server. When it
 cannot be opened (not a store, schema behind), that is said on stderr and returned as the error
-of every tool call, rather than ending the process: a client shows the model why.
+of every tool call, rather than ending the process: a client shows the model why. A writable
+server creates a missing store; a read-only one never does, and tries again at each call, so
+that it serves the store once a writer has created it.
 
 Calls. The SDK serves requests concurrently; each call runs its repository method in a worker
 thread (at most `WORKERS` at once), so the event loop keeps answering while a write waits for
@@ -43,7 +45,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic_core import to_json
 
 from lantern import __version__
-from lantern.errors import LanternError, NotFound
+from lantern.errors import LanternError, NoStore, NotFound
 from lantern.loading import loading
 from lantern.mcpserver import arguments, resources
 from lantern.mcpserver.evidence_tools import EVIDENCE_TOOLS
@@ -99,6 +101,7 @@ class StoreHandle:
         self._facades: dict[Access, Lantern] = {}
         self._error: LanternError | None = None
         self._ready: anyio.Event | None = None
+        self._reopening = anyio.Lock()
         self.calls = Calls()
 
     async def open(self) -> None:
@@ -118,6 +121,12 @@ class StoreHandle:
     async def get(self, access: Access | None = None) -> Lantern:
         """The facade for this access (the store as opened when none is given)."""
         await self._event().wait()
+        if isinstance(self._error, NoStore):
+            # A read-only server never creates the store; it opens it once a writer has.
+            async with self._reopening:
+                if isinstance(self._error, NoStore):
+                    self._error = None
+                    await self.open()
         if self._error is not None:
             # A new exception each time: re-raising one object would grow its traceback.
             raise type(self._error)(self._error.message)

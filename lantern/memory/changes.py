@@ -1,8 +1,9 @@
 """The steps every write to a record is made of, each keeping its companions in step.
 
-Inserting a record also writes its search row, its reference rows and its `created` history
-entry; a change of fields or status appends its history entry. Keeping them together here is
-what guarantees that the record, its history, its index and its references never disagree.
+Inserting a record also writes its identity (`lantern.memory.identity`), search row, reference
+rows and `created` history entry; a change of fields or status appends its history entry.
+Keeping them together here is what guarantees that the record, its history, its index and its
+references never disagree.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, bindparam, func, literal_column, select, update
 
-from lantern.memory import fts, history, refs
+from lantern.errors import Conflict
+from lantern.memory import fts, history, identity, refs
 from lantern.memory.records import MemoryRecord
+from lantern.memory.scopes import ScopePolicy
 from lantern.store.dialect import insert_ignoring_conflicts
+from lantern.store.ids import memory_id
 from lantern.store.models import memory_records as table
 from lantern.store.prepared import Prepared
 
@@ -31,8 +35,8 @@ _IDS_AFTER = Prepared(select(table.c.id).where(bindparam("rowid") < _ROWID))
 
 
 def _insert_statement(conn: Connection, *, returning: bool) -> Prepared:
-    """The record insert that skips existing ids; with RETURNING, which tells whether the row
-    went in (psycopg reports no rowcount for this form)."""
+    """The record insert that skips rows whose id or identity is taken; with RETURNING, which
+    tells whether the row went in (psycopg reports no rowcount for this form)."""
     key = (conn.dialect.name, returning)
     statement = _INSERT.get(key)
     if statement is None:
@@ -56,13 +60,16 @@ def _row(record: MemoryRecord) -> dict[str, Any]:
         "expires_at": record.expires_at,
         "supersedes_id": record.supersedes_id,
         "source_refs": plain_refs(record.source_refs),
+        "identity_hash": identity.of(record),
     }
 
 
 def insert_records(conn: Connection, records: list[MemoryRecord]) -> set[str]:
-    """Store the records whose ids are free (one statement per table); the ids that went in.
+    """Store the records whose ids and identities are free (one statement per table); the ids
+    that went in.
 
-    Ids already stored are skipped, with nothing else written for them.
+    A record whose id or identity is already stored is skipped, with nothing else written for
+    it (`insert_new` tells the two apart).
     """
     if not records:
         return set()
@@ -90,7 +97,7 @@ def insert_records(conn: Connection, records: list[MemoryRecord]) -> set[str]:
 def insert_record(conn: Connection, record: MemoryRecord) -> bool:
     """Store a new record with its search row, reference rows and `created` entry.
 
-    False when the id was taken meanwhile (the insert skips existing keys, so that concurrent
+    False when its id or identity is taken (the insert skips existing keys, so that concurrent
     writers of the same memory never collide); nothing else is written then.
     """
     if not _insert_statement(conn, returning=True).rows(conn, _row(record)):
@@ -99,6 +106,33 @@ def insert_record(conn: Connection, record: MemoryRecord) -> bool:
     refs.write(conn, [(record.id, record.source_refs)])
     history.append(conn, [history.created(record)])
     return True
+
+
+_MAX_ATTEMPTS = 1_000
+
+
+def insert_new(
+    conn: Connection, record: MemoryRecord, scopes: ScopePolicy, *, first_attempt: int = 0
+) -> tuple[MemoryRecord, bool]:
+    """Store a new record under the first free id its text gives (`memory_id`); or, when a
+    record already says the same, that record and False.
+
+    The record's id is taken only when a record whose content changed since holds it; then the
+    next id of the sequence is tried. `first_attempt` skips ids known to be taken.
+    """
+    says = identity.of(record)
+    for attempt in range(first_attempt, _MAX_ATTEMPTS):
+        candidate = record
+        if attempt:
+            candidate = dataclasses.replace(
+                record, id=memory_id(record.scope, record.kind, record.content, attempt)
+            )
+        if insert_record(conn, candidate):
+            return candidate, True
+        stored = identity.holder(conn, says, scopes)
+        if stored is not None:
+            return stored, False
+    raise Conflict(f"no free id is left for a memory of this text in scope {record.scope!r}")
 
 
 def retire(conn: Connection, old: MemoryRecord, successor_id: str, at: int) -> None:

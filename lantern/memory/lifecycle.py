@@ -7,7 +7,7 @@ import dataclasses
 from sqlalchemy import delete, select, update
 
 from lantern.errors import Conflict, NotFound, PolicyRefused
-from lantern.memory import fts, history
+from lantern.memory import fts, history, identity
 from lantern.memory.chains import successor_id
 from lantern.memory.changes import set_status
 from lantern.memory.core import RepositoryCore
@@ -139,6 +139,7 @@ class MemoryLifecycle(RepositoryCore):
             fts.unindex(conn, record_id)
             conn.execute(delete(refs_table).where(refs_table.c.record_id == record_id))
             conn.execute(delete(table).where(table.c.id == record_id))
+            identity.release(conn, identity.of(record))
             history.forget(conn, record, at)
             fts.merge_all(conn)
         checkpointed = self._truncate_wal() if self._store.dialect == "sqlite" else None

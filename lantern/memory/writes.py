@@ -1,7 +1,9 @@
 """Writing memory records: add, add many, update in place, supersede.
 
-Each method is one operation in one transaction, timed once. A record's id is derived from its
-scope, kind and content, so adding the same memory twice stores it once.
+Each method is one operation in one transaction, timed once. Whether a memory is already stored
+is decided by what each record says now, its identity (`lantern.memory.identity`), never by
+its id: adding the same memory twice stores it once, and no write makes two records say the
+same.
 """
 
 from __future__ import annotations
@@ -11,15 +13,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lantern import validation
-from lantern.errors import Conflict, InvalidInput, PolicyRefused
-from lantern.memory import fts, history, refs
+from lantern.errors import Conflict, InvalidInput, LanternError, PolicyRefused
+from lantern.memory import fts, history, identity, refs
 from lantern.memory.chains import check_supersedable, successor_id
-from lantern.memory.changes import insert_record, insert_records, plain_refs, retire, set_fields
+from lantern.memory.changes import insert_new, insert_records, plain_refs, retire, set_fields
 from lantern.memory.core import RepositoryCore
 from lantern.memory.records import MemoryRecord, freeze_refs
-from lantern.memory.rows import fetch, fetch_many, require
+from lantern.memory.rows import require
 from lantern.store.engine import now
-from lantern.store.ids import memory_id
+from lantern.store.ids import memory_id, memory_identity
 
 
 class MemoryWrites(RepositoryCore):
@@ -70,10 +72,16 @@ class MemoryWrites(RepositoryCore):
     ) -> tuple[MemoryRecord, bool]:
         """Write a record; `(record, created)`.
 
-        The id is derived from scope, kind and content, so adding the same memory twice creates
-        nothing: the stored record comes back unchanged, whatever its status or other fields,
-        and `created` is False. Changing those fields is an update; reviving it, a restore.
-        `source` and `chunk` references must name stored evidence unless `allow_dangling`.
+        When a stored record says the same (same scope, kind and content, as it reads now),
+        nothing is created: that record comes back unchanged, whatever its status or other
+        fields, and `created` is False. Changing those fields is an update; reviving it, a
+        restore. `source` and `chunk` references must name stored evidence unless
+        `allow_dangling`.
+
+        With `supersedes_id`, the record of that id (which must exist) becomes `superseded` in
+        the same transaction. If a stored record already says the same, that is refused, as
+        `supersede` refuses it, unless that record is the one that superseded it: then the
+        call is a repeat, and changes nothing.
         """
         at = now()
         record = _new_record(
@@ -89,23 +97,28 @@ class MemoryWrites(RepositoryCore):
             source_refs=source_refs,
         )
         self._scopes.check_write(record.scope)
-        record_id = record.id
         with self._write() as conn:
-            existing = fetch(conn, record_id, self._scopes)
-            if existing is not None:
-                return existing, False
             old = None
             if supersedes_id is not None:
                 old = require(conn, supersedes_id, self._scopes, for_update=True)
+            existing = identity.holder(conn, identity.of(record), self._scopes)
+            if existing is not None:
+                if old is None or existing.supersedes_id == old.id:
+                    return existing, False
+                raise _identical(existing, old)
+            if old is not None:
                 check_supersedable(conn, old, self._scopes)
             if not allow_dangling:
                 refs.require_resolvable(conn, record.source_refs)
-            if not insert_record(conn, record):
+            stored, created = insert_new(conn, record, self._scopes)
+            if not created:
                 # Another writer stored the same memory between our look and our insert.
-                return require(conn, record_id, self._scopes), False
+                if old is not None and stored.supersedes_id != old.id:
+                    raise _identical(stored, old)
+                return stored, False
             if old is not None:
-                retire(conn, old, record_id, at)
-            return record, True
+                retire(conn, old, stored.id, at)
+            return stored, True
 
     def add_many(
         self, records: Iterable[Mapping[str, Any]], *, allow_dangling: bool = False
@@ -146,11 +159,22 @@ class MemoryWrites(RepositoryCore):
                 refs.require_resolvable(
                     conn, [ref for record in built for ref in record.source_refs]
                 )
+            # A new record's id is its identity's (`memory_id`): one per text.
             distinct = list({record.id: record for record in built}.values())
             inserted = insert_records(conn, distinct)
             stored = {r.id: r for r in distinct if r.id in inserted}
-            # Already stored (by an earlier add or another writer): read what is there.
-            stored.update(fetch_many(conn, {r.id for r in distinct if r.id not in inserted}))
+            skipped = [r for r in distinct if r.id not in inserted]
+            # Already stored (by an earlier add or another writer): read what is there. A
+            # record of that text that is not stored found its id taken by one whose content
+            # changed since; it takes the next free id.
+            held = identity.holders(conn, (identity.of(r) for r in skipped))
+            for record in skipped:
+                found = held.get(identity.of(record))
+                if found is None:
+                    found, created = insert_new(conn, record, self._scopes, first_attempt=1)
+                    if created:
+                        inserted.add(record.id)
+                stored[record.id] = found
             results: list[tuple[MemoryRecord, bool]] = []
             for record in built:
                 created = record.id in inserted
@@ -176,7 +200,8 @@ class MemoryWrites(RepositoryCore):
 
         Scope and kind never change in place (that is a supersede). Values equal to the stored
         ones change nothing, and an update that changes nothing writes nothing. A content that
-        would make the record identical to another stored one is refused.
+        another stored record already says is refused. The record's identity follows its new
+        content; its id does not change.
         """
         changes: dict[str, Any] = {}
         if content is not None:
@@ -213,15 +238,22 @@ class MemoryWrites(RepositoryCore):
                 new_refs = [ref for ref in adding if ref not in plain_refs(record.source_refs)]
                 if new_refs and not allow_dangling:
                     refs.require_resolvable(conn, new_refs)
+            said, says = identity.of(record), None
             if changes.get("content", record.content) != record.content:
-                twin = memory_id(record.scope, record.kind, changes["content"])
-                if twin != record_id and fetch(conn, twin, self._scopes) is not None:
-                    raise Conflict(f"an identical memory is already stored as {twin}")
+                says = memory_identity(record.scope, record.kind, changes["content"])
+                twin = identity.holder(conn, says, self._scopes) if says != said else None
+                if twin is not None:
+                    raise Conflict(f"an identical memory is already stored as {twin.id}")
             revised = _revised(record, changes, at)
             before, after = history.diff(record, revised)
             if not after:
                 return record
-            set_fields(conn, record_id, {name: changes[name] for name in after}, at)
+            fields = {name: changes[name] for name in after}
+            if says is not None and says != said:
+                fields["identity_hash"] = says
+            set_fields(conn, record_id, fields, at)
+            if "identity_hash" in fields:
+                identity.release(conn, said)
             if "content" in after:
                 fts.reindex(conn, record_id, revised.content)
             if "source_refs" in after:
@@ -250,7 +282,8 @@ class MemoryWrites(RepositoryCore):
         `supersedes_id`, the old one becomes `superseded`, both in one transaction.
 
         Superseding a superseded record is an error that names its successor. The replacement
-        must differ from the old record in scope, kind or content, since those make the id.
+        must differ from the old record in scope, kind or content, and no other stored record
+        may say the same.
         """
         given: dict[str, Any] = {
             "content": None if content is None else validation.content(content),
@@ -274,19 +307,17 @@ class MemoryWrites(RepositoryCore):
                 name: getattr(old, name) if value is None else value
                 for name, value in given.items()
             }
-            new_id = memory_id(fields["scope"], fields["kind"], fields["content"])
-            if new_id == old_id:
-                raise InvalidInput(
-                    f"the replacement would be identical to {old_id} (same scope, kind and "
-                    "content); change one of them, or use memory update for the other fields"
-                )
-            if fetch(conn, new_id, self._scopes) is not None:
-                raise Conflict(f"an identical memory is already stored as {new_id}")
+            says = memory_identity(fields["scope"], fields["kind"], fields["content"])
+            if says == identity.of(old):
+                raise _identical(old, old)
+            twin = identity.holder(conn, says, self._scopes)
+            if twin is not None:
+                raise _identical(twin, old)
             if new_refs is not None and not allow_dangling:
                 refs.require_resolvable(conn, new_refs)
             expiry = old.expires_at if new_expiry is None else new_expiry
             record = MemoryRecord(
-                id=new_id,
+                id=memory_id(fields["scope"], fields["kind"], fields["content"]),
                 status="active",
                 created_at=at,
                 updated_at=at,
@@ -295,10 +326,11 @@ class MemoryWrites(RepositoryCore):
                 source_refs=old.source_refs if new_refs is None else freeze_refs(new_refs),
                 **fields,
             )
-            if not insert_record(conn, record):
-                raise Conflict(f"an identical memory is already stored as {new_id}")
-            retire(conn, old, new_id, at)
-            return record
+            stored, created = insert_new(conn, record, self._scopes)
+            if not created:
+                raise _identical(stored, old)
+            retire(conn, old, stored.id, at)
+            return stored
 
 
 _ADD_FIELDS = frozenset(
@@ -316,6 +348,19 @@ _ADD_FIELDS = frozenset(
 )
 
 
+def _identical(stored: MemoryRecord, old: MemoryRecord) -> LanternError:
+    """The refusal of a replacement of `old` that says what `stored` already says."""
+    if stored.id == old.id:
+        return InvalidInput(
+            f"the replacement would be identical to {old.id} (same scope, kind and content); "
+            "change one of them, or use memory update for the other fields"
+        )
+    return Conflict(
+        f"an identical memory is already stored as {stored.id}; {old.id} was not superseded "
+        f"(supersede it with other content, or archive it)"
+    )
+
+
 def _new_record(
     at: int,
     *,
@@ -329,7 +374,7 @@ def _new_record(
     supersedes_id: str | None = None,
     source_refs: Sequence[Any] | None = None,
 ) -> MemoryRecord:
-    """A validated, not yet stored record, with its deterministic id."""
+    """A validated, not yet stored record, with the first id its text gives."""
     checked_kind = validation.kind(kind)
     checked_content = validation.content(content)
     checked_scope = validation.scope(scope)

@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, NoSuchModuleError
 
 from lantern.errors import (
+    Conflict,
     InvalidInput,
     LanternError,
     MissingDependency,
@@ -272,6 +273,20 @@ def prepare_sqlite_file(path: Path) -> bool:
     return True
 
 
+def make_owner_only(path: Path) -> None:
+    """Make a file that is about to become a store readable by its owner only (0600).
+
+    For a file that was already there, empty, when a store is created in it: whatever mode it
+    had, a store (and the `-wal` and `-shm` files, which take its mode) is private.
+    """
+    try:
+        os.chmod(path, 0o600)
+    except OSError as exc:
+        raise StoreIOError(
+            f"cannot make {path} readable by its owner only: {exc.strerror}"
+        ) from exc
+
+
 @contextmanager
 def translate_errors(location: StoreLocation) -> Iterator[None]:
     """Turn driver errors a user can cause into `LanternError`s with one-line messages.
@@ -333,6 +348,12 @@ def translate(exc: DBAPIError | sqlite3.Error, location: StoreLocation) -> Lante
         return NotAStore(f"cannot open the store at {where} ({detail})")
     if "connection" in lowered and ("refused" in lowered or "failed" in lowered):
         return NotAStore(f"cannot connect to the store at {where} ({detail})")
+    if "identity_hash" in lowered and ("unique" in lowered or "duplicate key" in lowered):
+        # Two writers stored the same memory at once (PostgreSQL; SQLite writers take turns).
+        return Conflict(
+            "an identical memory was stored at the same moment by another writer; "
+            "nothing was changed"
+        )
     if "check constraint" in lowered or "violates check" in lowered:
         return InvalidInput(f"the store refused a value: {detail}")
     return LanternError(f"database error on {where}: {detail}")

@@ -38,8 +38,13 @@ class StoreLocation:
 
 
 def default_path() -> Path:
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home).expanduser() / "lantern" / "lantern.db"
+    """`$XDG_DATA_HOME/lantern/lantern.db`, or `~/.local/share/lantern/lantern.db` when that
+    variable is unset, empty or relative: the XDG spec says a relative path is invalid and must
+    be ignored (taken as is, it would put the store wherever the command happened to run)."""
+    data_home = Path(os.path.expanduser(os.environ.get("XDG_DATA_HOME") or ""))
+    if not data_home.is_absolute():
+        data_home = Path.home() / ".local" / "share"
+    return data_home / "lantern" / "lantern.db"
 
 
 def resolve(value: str | os.PathLike[str] | None = None) -> StoreLocation:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # Revisions in order; HEAD is the last. A test checks these against the scripts.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0007")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007")
 HEAD = REVISIONS[-1]
 
 # What each revision creates, to recognise legacy generations and refuse odd files.
@@ -42,6 +42,7 @@ TABLES_BY_REVISION = {
     "0003": frozenset({"memory_records"}),
     "0004": frozenset(),
     "0005": frozenset({"memory_history", "memory_refs", "memory_fts"}),
+    "0006": frozenset(),
     "0007": frozenset({"chunk_search_text"}),
 }
 LEGACY_GENERATIONS = {1: "0001", 2: "0002"}
@@ -266,6 +267,10 @@ def _migrate(context: Any, conn: Connection, options: _Options, settings: dict[s
         # Two processes upgrading at once take turns instead of interleaving.
         conn.execute(text("SELECT pg_advisory_xact_lock(7460771114)"))
     state = read_state(conn, location)
+    if state.empty and location.path is not None:
+        from lantern.store.engine import make_owner_only
+
+        make_owner_only(location.path)  # a file that was there, empty, becomes a private store
     report.from_revision = state.effective_revision
     report.legacy_generation = state.legacy_generation
     if state.needs_upgrade and options.backup and location.path is not None:

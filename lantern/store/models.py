@@ -172,6 +172,9 @@ class MemoryRecord(Base):
     source_refs: Mapped[list[dict[str, Any]]] = mapped_column(
         JSONText(empty="[]"), server_default=sql_text("'[]'")
     )
+    # What the record says now (`lantern.memory.identity`): unique, so that one text is stored
+    # once; NULL only for a record that repeats another's, kept from before revision 0006.
+    identity_hash: Mapped[str | None] = mapped_column(Text, index=True, unique=True)
 
 
 # The default listing order, so `memory list` walks an index instead of sorting. Status words

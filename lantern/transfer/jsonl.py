@@ -18,8 +18,14 @@ Import is one transaction (all or nothing) and idempotent by id: a source, chunk
 embedding or memory record the store already has is left as it is (with, for a source, its
 chunks, and for a record, its history), never merged. A record id the store knows only from a
 `forgotten` history entry counts as known. Search rows (and the searchable text of transcript
-chunks) and reference rows are derived, never exported; import derives them again. Lines are
-imported in file order, so a chunk must follow its source, as exports write.
+chunks), reference rows and identities are derived, never exported; import derives them again.
+Lines are imported in file order, so a chunk must follow its source, as exports write.
+
+A record that says what another record says (same scope, kind and content, under another id)
+is imported all the same, so that nothing in the file is lost: a store may hold such pairs from
+before schema revision 0006. The one that holds the identity is the store's own record if it
+had one, else the first of the file's by `lantern.memory.identity.claim_order`, as in a store
+that revision upgraded; `lantern db check` lists the others.
 """
 
 from __future__ import annotations
@@ -40,11 +46,12 @@ from lantern.errors import InvalidInput
 from lantern.evidence import searchindex
 from lantern.evidence.searchtext import search_text
 from lantern.memory import fts as memory_fts
-from lantern.memory import history
+from lantern.memory import history, identity
 from lantern.memory import refs as memory_refs
 from lantern.memory.filters import scope_clause
 from lantern.memory.rows import row_to_record
 from lantern.store.engine import Store
+from lantern.store.ids import memory_identity
 from lantern.store.models import (
     chunk_entities,
     chunks,
@@ -343,6 +350,10 @@ class _Importer:
         # Memory ids decided so far: True when this import adds the record and its history.
         self.record_added: dict[str, bool] = {}
         self.links: list[tuple[int, str, str]] = []
+        # Identities this import's records took, with their claim order, and the others of
+        # this import that say the same (stored without an identity for now).
+        self.claimed: dict[str, tuple[object, ...]] = {}
+        self.contested: dict[str, list[tuple[object, ...]]] = {}
 
     def read_line(self, number: int, raw: bytes) -> None:
         try:
@@ -407,6 +418,7 @@ class _Importer:
 
     def finish(self) -> None:
         self._flush()
+        self._settle_identities()
         self._link_supersedes()
 
     def _flush(self) -> None:
@@ -515,7 +527,17 @@ class _Importer:
             if record["supersedes_id"] is not None:
                 self.links.append((number, record["id"], record["supersedes_id"]))
             new.append({**record, "supersedes_id": None})
-        self._insert(memory_records, new)
+        says = {r["id"]: memory_identity(r["scope"], r["kind"], r["content"]) for r in new}
+        held = self._present(memory_records.c.identity_hash, set(says.values()))
+        for record in new:
+            key = says[record["id"]]
+            rank = identity.claim_order(record["id"], key, record["status"], record["created_at"])
+            if key in self.claimed:
+                self.contested.setdefault(key, []).append(rank)
+            elif key not in held:
+                self.claimed[key] = rank
+                record["identity_hash"] = key
+        self._insert(memory_records, [{"identity_hash": None, **r} for r in new])
         memory_fts.index(self.conn, [(r["id"], r["content"]) for r in new])
         memory_refs.write(self.conn, [(r["id"], r["source_refs"]) for r in new])
         self._count("memory", len(new), len(batch))
@@ -530,6 +552,19 @@ class _Importer:
                 new.append(values)
         history.append(self.conn, new)
         self._count("history", len(new), len(batch))
+
+    def _settle_identities(self) -> None:
+        """Where several records of the file say the same and the store had none of them, the
+        first by claim order holds the identity, whichever line came first."""
+        for key, ranks in self.contested.items():
+            claimant, first = self.claimed[key], min(ranks)
+            if first < claimant:
+                for rank, value in ((claimant, None), (first, key)):
+                    self.conn.execute(
+                        update(memory_records)
+                        .where(memory_records.c.id == rank[-1])
+                        .values(identity_hash=value)
+                    )
 
     def _link_supersedes(self) -> None:
         """Set `supersedes_id` once every record is in, so the order of records does not

@@ -32,6 +32,7 @@ from sqlalchemy import func, select
 
 from lantern.api import Lantern
 from lantern.evidence.chunking import chunk_source
+from lantern.evidence.chunkplan import STRIDE
 from lantern.store.ids import memory_id, source_id
 from lantern.store.models import chunks, memory_history, memory_records, sources
 from tests.helpers import LANTERN_BIN
@@ -213,7 +214,8 @@ def _verify(model: Model, stored: _Stored, texts: dict[str, int]) -> list[str]:
             problems.append(f"{record_id} is stored but was never acknowledged")
     for uri, count in model.sources.items():
         found = stored.sources.get(uri)
-        if found is None or found[0] != count or found[2] != count - 1 or found[1] != texts[uri]:
+        last = (count - 1) * STRIDE  # the ordinal of a first ingest's last chunk
+        if found is None or found[0] != count or found[2] != last or found[1] != texts[uri]:
             problems.append(f"{uri}: expected {count} complete chunks, found {found}")
     return problems
 

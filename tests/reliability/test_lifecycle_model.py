@@ -48,6 +48,22 @@ class Model:
 
         return [r.id for r in sorted(records, key=key)]
 
+    def saying(self, scope: str, kind: str, content: str) -> MemoryRecord | None:
+        """The record that says this now: same scope, kind and content, whitespace aside."""
+        said = (scope, kind, normalized_content(content))
+        for record in self.records.values():
+            if (record.scope, record.kind, normalized_content(record.content)) == said:
+                return record
+        return None
+
+    def new_id(self, scope: str, kind: str, content: str) -> str:
+        """The first id of the text's sequence that no stored record has."""
+        for attempt in itertools.count():
+            candidate = memory_id(scope, kind, content, attempt)
+            if candidate not in self.records:
+                return candidate
+        raise AssertionError("unreachable")
+
     def visible(self, status: str, include_expired: bool, now: int) -> list[MemoryRecord]:
         return [
             r
@@ -94,7 +110,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         self._step()
         scope = self._scope(suffix)
         now = self.clock.now
-        record_id = memory_id(scope, kind, content)
+        stored = self.model.saying(scope, kind, content)
+        record_id = stored.id if stored is not None else self.model.new_id(scope, kind, content)
         got, created = self.lt.memory.get_or_add(
             kind=kind,
             content=content,
@@ -103,8 +120,8 @@ class LifecycleMachine(RuleBasedStateMachine):
             urgency=urgency,
             expires_at=None if expires_in is None else now + expires_in,
         )
-        if record_id in self.model.records:
-            assert not created and got == self.model.records[record_id]
+        if stored is not None:
+            assert not created and got == stored
         else:
             assert created
             self.model.records[record_id] = MemoryRecord(
@@ -144,8 +161,8 @@ class LifecycleMachine(RuleBasedStateMachine):
         elif old.status == "superseded":
             expected = Conflict
         elif content is not None and content != old.content:
-            twin = memory_id(old.scope, old.kind, content)
-            if twin != record_id and twin in self.model.records:
+            twin = self.model.saying(old.scope, old.kind, content)
+            if twin is not None and twin.id != record_id:
                 expected = Conflict
         if expected is not None:
             with pytest.raises(expected):
@@ -168,20 +185,22 @@ class LifecycleMachine(RuleBasedStateMachine):
     def supersede(self, record_id: str, content: str) -> str:
         self._step()
         old = self.model.records.get(record_id)
-        new_id = "" if old is None else memory_id(old.scope, old.kind, content)
         expected: type[LanternError] | None = None
         if old is None:
             expected = NotFound
-        elif old.status == "superseded" or (new_id in self.model.records and new_id != record_id):
+        elif old.status == "superseded":
             expected = Conflict
-        elif new_id == record_id:
+        elif normalized_content(content) == normalized_content(old.content):
             expected = InvalidInput
+        elif self.model.saying(old.scope, old.kind, content) is not None:
+            expected = Conflict
         if expected is not None:
             with pytest.raises(expected):
                 self.lt.memory.supersede(record_id, content=content)
             return record_id
         assert old is not None
         now = self.clock.now
+        new_id = self.model.new_id(old.scope, old.kind, content)
         new = dataclasses.replace(
             old,
             id=new_id,
