@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, Table
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    Table,
+    Text,
+    any_,
+    bindparam,
+    func,
+    literal_column,
+    select,
+)
 from sqlalchemy.sql.dml import Insert
 
 
@@ -16,3 +31,40 @@ def insert_ignoring_conflicts(conn: Connection, table: Table) -> Insert:
     from sqlalchemy.dialects import sqlite
 
     return sqlite.insert(table).on_conflict_do_nothing()
+
+
+def upsert(dialect: str, table: Table, key: Sequence[str], values: Sequence[str]) -> Insert:
+    """An INSERT of every column that replaces `values` of the row whose `key` exists (bound by
+    column name, for one row or many)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        pg = postgresql.insert(table)
+        return pg.on_conflict_do_update(
+            index_elements=list(key), set_={name: pg.excluded[name] for name in values}
+        )
+    from sqlalchemy.dialects import sqlite
+
+    lite = sqlite.insert(table)
+    return lite.on_conflict_do_update(
+        index_elements=list(key), set_={name: lite.excluded[name] for name in values}
+    )
+
+
+def in_id_list(dialect: str, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
+    """`column` is one of a list of ids bound as ONE parameter (`id_list_value`), so that a
+    statement for any number of ids is compiled once: a JSON array read by `json_each` on
+    SQLite, an array compared with `= ANY` on PostgreSQL."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import ARRAY
+
+        return column == any_(bindparam(name, type_=ARRAY(Text())))
+    listed: Select[Any] = select(literal_column("value")).select_from(
+        func.json_each(bindparam(name, type_=Text()))
+    )
+    return column.in_(listed.scalar_subquery())
+
+
+def id_list_value(dialect: str, ids: Sequence[str]) -> Any:
+    """The value to bind for `in_id_list`."""
+    return list(ids) if dialect == "postgresql" else json.dumps(list(ids))
