@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any, TypeVar
 
 import click
@@ -15,6 +16,15 @@ from lantern.memory.records import MemoryRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 _JSON_KEY = "lantern.json"
+
+MODE_HELP = (
+    "hybrid (the default where the store has vectors, else any): words and meaning fused; "
+    "any: any word but common ones; keyword: every word must appear; semantic: by meaning."
+)
+MODEL_HELP = (
+    "Embedding provider for semantic and hybrid (default: $LANTERN_EMBED_MODEL, else the "
+    "store's, else minilm)."
+)
 
 
 def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
@@ -123,3 +133,59 @@ def origin_text(hit: Any) -> str:
     return (
         f"[mode={hit.mode} keyword_rank={keyword} semantic_rank={semantic} similarity={similarity}]"
     )
+
+
+def search_notes(summary: Any, items: str, *, explain: bool) -> None:
+    """What a search did, on stderr: with `--explain` always; otherwise only when some of the
+    records or chunks it could have found have no vector of its model, so that nothing is
+    missed silently."""
+    if summary is None:
+        return
+    if explain:
+        model = summary.model or "-"
+        note(
+            f"searched in {summary.mode} mode (model {model}); "
+            f"without a vector: {summary.without_vector}"
+        )
+    if summary.without_vector and summary.model is not None:
+        count = summary.without_vector
+        named, verb = (items, "have") if count != 1 else (items.rstrip("s"), "has")
+        how = (
+            "only their words could find them"
+            if summary.mode == "hybrid"
+            else "this search could not find them"
+        )
+        note(
+            f"{count} {named} that the search could return {verb} no vector of {summary.model}, "
+            f"so {how}; lantern embed computes them"
+        )
+
+
+class ProgressBar:
+    """A progress bar on stderr when it is a terminal; nothing at all on a pipe or a file."""
+
+    def __init__(self, label: str) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.label = label
+        self._bar: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if total < 2:
+                return
+            self._bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._bar.pos)
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(exc_type, exc, tb)
+            self._bar = None

@@ -380,8 +380,6 @@ class MemoryReads(RepositoryCore):
         *,
         limit: int = 10,
         model: str | None = None,
-        scope: str | Iterable[str] | None = None,
-        kind: str | Iterable[str] | None = None,
     ) -> Page:
         """The active records nearest to a record by the embeddings of one model (`model`, else
         LANTERN_EMBED_MODEL, else the store's default, else `minilm`), the record itself left
@@ -396,7 +394,7 @@ class MemoryReads(RepositoryCore):
         from lantern.semantic.sides import MEMORY
 
         limit = validation.limit(limit)
-        filters = MemoryFilter.build(scope=scope, kind=kind, status="active")
+        filters = MemoryFilter.build(status="active")
         with self._store.read() as conn:
             record = require(conn, record_id, self._scopes)
         plan = plan_mode(self._store, MEMORY, SearchMode.SEMANTIC, model)
