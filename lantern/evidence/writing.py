@@ -24,7 +24,7 @@ from lantern.evidence.reading import SOURCE_BY_URI, StoredSource, batches, to_so
 from lantern.evidence.records import IngestResult, Source, freeze_metadata
 from lantern.evidence.searchtext import search_text
 from lantern.evidence.sourcekinds import detect_kind, language_for, parse_transcript
-from lantern.semantic.storage import chunk_vectors_removed, delete_chunk_vectors
+from lantern.semantic.storage import chunk_vectors_changed, delete_chunk_vectors
 from lantern.store.ids import chunk_id, source_id
 from lantern.store.models import chunk_entities, chunks, embeddings, sources
 from lantern.store.prepared import Prepared
@@ -313,7 +313,7 @@ def delete_sources(conn: Connection, ids: list[str]) -> int:
         of_sources = select(chunks.c.id).where(chunks.c.source_id.in_(batch))
         conn.execute(delete(chunk_entities).where(chunk_entities.c.chunk_id.in_(of_sources)))
         vectors = conn.execute(delete(embeddings).where(embeddings.c.chunk_id.in_(of_sources)))
-        chunk_vectors_removed(conn, vectors.rowcount)
+        chunk_vectors_changed(conn, vectors.rowcount)
         conn.execute(delete(chunks).where(chunks.c.source_id.in_(batch)))
         removed += conn.execute(delete(sources).where(sources.c.id.in_(batch))).rowcount
     return removed

@@ -96,7 +96,8 @@ def delete_chunk_vectors(conn: Connection, chunk_ids: Sequence[str]) -> int:
     return removed
 
 
-def chunk_vectors_removed(conn: Connection, removed: int) -> None:
-    """Tell cached copies that `removed` chunk vectors went with their chunks (a cascade)."""
-    if removed:
+def chunk_vectors_changed(conn: Connection, changed: int) -> None:
+    """Tell cached copies that `changed` chunk vectors were written or removed by a statement
+    of the caller's (a removal with their chunks, an import)."""
+    if changed:
         settings.bump(conn, CHUNKS.token)
