@@ -149,15 +149,18 @@ def search_notes(summary: Any, items: str, *, explain: bool) -> None:
         )
     if summary.without_vector and summary.model is not None:
         count = summary.without_vector
-        named, verb = (items, "have") if count != 1 else (items.rstrip("s"), "has")
+        one = count == 1
+        named, verb, them, their = (
+            (items.rstrip("s"), "has", "it", "its") if one else (items, "have", "them", "their")
+        )
         how = (
-            "only their words could find them"
+            f"only {their} words could find {them}"
             if summary.mode == "hybrid"
-            else "this search could not find them"
+            else f"this search could not find {them}"
         )
         note(
             f"{count} {named} that the search could return {verb} no vector of {summary.model}, "
-            f"so {how}; lantern embed computes them"
+            f"so {how}; lantern embed computes {them}"
         )
 
 

@@ -73,6 +73,14 @@ _cache: OrderedDict[tuple[str, str, str], Loaded] = OrderedDict()
 _lock = threading.RLock()
 
 
+def any_vectors(store: Store, side: Side) -> bool:
+    """Whether the store holds any vector at all on this side, of any model: one look-up, so
+    that a store without vectors does not even look for a provider (the registry of installed
+    packages takes a tenth of a second to read)."""
+    with store.read() as conn:
+        return conn.execute(select(side.key).limit(1)).first() is not None
+
+
 def has_vectors(store: Store, side: Side, model: str) -> bool:
     """Whether the store holds any vector of `model` on this side: one indexed look-up, and no
     numpy, so that a store without vectors pays nothing for semantic search."""

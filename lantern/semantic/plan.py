@@ -4,9 +4,9 @@ A mode the caller names runs as named: `semantic` and `hybrid` need a provider (
 `lantern.embeddings.registry` says: the caller's, else LANTERN_EMBED_MODEL, else the store's
 default, else `minilm`), and a provider whose modules are missing is an error that says what to
 install. The default mode is `hybrid` where semantic search can run, and `any` where it cannot:
-when the embed extra is not installed, or when the store holds no vector of the model on the
-side searched, so that a store without vectors searches exactly as before and loads neither
-numpy nor a model. Choosing a provider loads nothing (`lantern.embeddings.registry`), and no
+when the store holds no vector on the side searched (then no provider is even looked up), when
+the embed extra is not installed, or when the store holds no vector of the model, so that a
+store without vectors searches exactly as before and loads neither numpy nor a model. Choosing a provider loads nothing (`lantern.embeddings.registry`), and no
 query is embedded unless there are vectors to compare it with.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from lantern.errors import InvalidInput, MissingDependency
 from lantern.retrieval.modes import DEFAULT_MODE, SEMANTIC_MODES, SearchMode
-from lantern.semantic.index import has_vectors
+from lantern.semantic.index import any_vectors, has_vectors
 from lantern.semantic.sides import Side
 from lantern.store import settings
 from lantern.store.engine import Store
@@ -51,6 +51,8 @@ def plan_mode(
         raise InvalidInput(f"model must be the name of an embedding provider; got {model!r}")
     if requested is not None and requested not in SEMANTIC_MODES:
         return ModePlan(requested)
+    if requested is None and not any_vectors(store, side):
+        return ModePlan(SearchMode.ANY)
     try:
         provider = provider_for(store, model)
     except MissingDependency:
