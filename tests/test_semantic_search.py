@@ -18,6 +18,7 @@ from lantern.api import Lantern
 from lantern.embeddings.hashing import HashingProvider
 from lantern.embeddings.registry import resolve_provider
 from lantern.errors import InvalidInput, NotFound
+from lantern.retrieval.fusion import DEPTH
 from lantern.semantic import index
 from lantern.semantic.sides import CHUNKS, MEMORY
 from lantern.semantic.storage import write_memory_vectors
@@ -169,7 +170,7 @@ def test_the_default_is_hybrid_once_there_are_vectors(
     assert (top.keyword_rank, top.semantic_rank) == (1, 1)
     assert top.score == pytest.approx(2 / 61)
     assert all(m.mode == "hybrid" for m in found)
-    # Only the first 20 of each ranking are fused; beyond, keyword matches keep score 0.
+    # Only the first DEPTH of each ranking are fused; beyond, keyword matches keep score 0.
     assert [m.score for m in found] == sorted((m.score for m in found), reverse=True)
 
 
@@ -181,7 +182,7 @@ def test_hybrid_finds_whatever_any_finds(lt: Lantern, embedded: dict[str, str]) 
     fused = lt.memory.search("coffee", mode="hybrid", limit=100)
     assert set(_ids(words)) <= set(_ids(fused))
     tail = [m for m in fused if m.score == 0]
-    assert tail and all(m.keyword_rank is not None and m.keyword_rank > 20 for m in tail)
+    assert tail and all(m.keyword_rank is not None and m.keyword_rank > DEPTH for m in tail)
     assert [m.keyword_rank for m in tail] == sorted(m.keyword_rank or 0 for m in tail)
 
 
@@ -236,7 +237,7 @@ def test_policy_order_lists_the_matches_in_the_list_order(
     keys = [(-m.record.priority, -m.record.updated_at, m.record.id) for m in found]
     assert keys == sorted(keys)
     semantic = lt.memory.search("deploy script", mode="semantic", order="policy")
-    assert len(semantic) == len(RECORDS)  # every record is among the 20 nearest here
+    assert len(semantic) == len(RECORDS)  # every record is among the DEPTH nearest here
     assert all(m.keyword_rank is None for m in semantic)
 
 

@@ -252,10 +252,10 @@ class EvidenceRepository:
         if not isinstance(query, str):
             raise InvalidInput(f"query must be text; got {type(query).__name__}")
         if requested in KEYWORD_MODES:
-            if model is not None and not isinstance(model, str):
-                raise InvalidInput(
-                    f"model must be the name of an embedding provider; got {model!r}"
-                )
+            if model is not None:
+                from lantern.semantic.plan import check_model
+
+                check_model(model)
             return self._keyword_search(query, raw, requested, filters, checked_limit)
         from lantern.evidence.semantic import search_by_meaning
         from lantern.semantic.plan import plan_mode

@@ -30,7 +30,7 @@ from lantern.retrieval.query import ParsedQuery
 from lantern.semantic import index
 from lantern.semantic.plan import ModePlan, embed_query
 from lantern.semantic.sides import CHUNKS
-from lantern.store.dialect import id_list_value, in_id_list
+from lantern.store.dialect import FixedJoin, from_id_list, id_list_value
 from lantern.store.engine import Store
 from lantern.store.models import chunk_search_text, chunks, embeddings, sources
 from lantern.store.prepared import Prepared
@@ -135,6 +135,10 @@ class _Nearest:
         shape = ("rows", dialect, *values)
 
         def build() -> Select[Any]:
+            listed, by_id = from_id_list(dialect, chunks, chunks.c.id, "ids")
+            found = FixedJoin(listed, sources, sources.c.id == chunks.c.source_id).outerjoin(
+                chunk_search_text, chunk_search_text.c.chunk_id == chunks.c.id
+            )
             return (
                 select(
                     chunks.c.id,
@@ -146,12 +150,8 @@ class _Nearest:
                     chunks.c.end_offset,
                     func.substr(SEARCHABLE, 1, _SNIPPET_CHARS),
                 )
-                .select_from(
-                    chunks.join(sources, sources.c.id == chunks.c.source_id).outerjoin(
-                        chunk_search_text, chunk_search_text.c.chunk_id == chunks.c.id
-                    )
-                )
-                .where(in_id_list(dialect, chunks.c.id, "ids"), *self._filters.clauses())
+                .select_from(found)
+                .where(*by_id, *self._filters.clauses())
             )
 
         rows = self._store.fetch(_prepared(shape, build), values)

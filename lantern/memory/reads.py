@@ -305,10 +305,10 @@ class MemoryReads(RepositoryCore):
     def _plan(self, requested: SearchMode | None, model: str | None) -> Any:
         """The mode to run (`lantern.semantic.plan`); the keyword modes load nothing more."""
         if requested in KEYWORD_MODES:
-            if model is not None and not isinstance(model, str):
-                raise InvalidInput(
-                    f"model must be the name of an embedding provider; got {model!r}"
-                )
+            if model is not None:
+                from lantern.semantic.plan import check_model
+
+                check_model(model)
             return _KeywordPlan(requested)
         from lantern.semantic.plan import plan_mode
         from lantern.semantic.sides import MEMORY

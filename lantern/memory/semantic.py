@@ -39,7 +39,7 @@ from lantern.retrieval.query import ParsedQuery
 from lantern.semantic import index
 from lantern.semantic.plan import ModePlan, embed_query
 from lantern.semantic.sides import MEMORY
-from lantern.store.dialect import id_list_value, in_id_list
+from lantern.store.dialect import from_id_list, id_list_value
 from lantern.store.models import memory_embeddings
 from lantern.store.models import memory_records as table
 
@@ -210,10 +210,11 @@ class SemanticSearch:
         dialect = self._dialect
 
         def build() -> Select[Any]:
-            return select(table).where(
-                in_id_list(dialect, table.c.id, "ids"),
-                *conditions.clauses(),
-                *self._core._policy(),
+            source, by_id = from_id_list(dialect, table, table.c.id, "ids")
+            return (
+                select(table)
+                .select_from(source)
+                .where(*by_id, *conditions.clauses(), *self._core._policy())
             )
 
         statement = self._core._prepared(("semantic", conditions.key), build)

@@ -6,8 +6,9 @@ default, else `minilm`), and a provider whose modules are missing is an error th
 install. The default mode is `hybrid` where semantic search can run, and `any` where it cannot:
 when the store holds no vector on the side searched (then no provider is even looked up), when
 the embed extra is not installed, or when the store holds no vector of the model, so that a
-store without vectors searches exactly as before and loads neither numpy nor a model. Choosing a provider loads nothing (`lantern.embeddings.registry`), and no
-query is embedded unless there are vectors to compare it with.
+store without vectors searches exactly as before and loads neither numpy nor a model.
+Choosing a provider loads nothing (`lantern.embeddings.registry`), and no query is embedded
+unless there are vectors to compare it with.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def plan_mode(
     if requested is not None and requested not in SEMANTIC_MODES:
         return ModePlan(requested)
     if requested is None and not any_vectors(store, side):
+        if model is not None:
+            _known(model.strip())  # a name given is checked, even where it is not needed
         return ModePlan(SearchMode.ANY)
     try:
         provider = provider_for(store, model)
@@ -63,6 +66,23 @@ def plan_mode(
     if requested is None:
         return ModePlan(DEFAULT_MODE, provider, True) if found else ModePlan(SearchMode.ANY)
     return ModePlan(requested, provider, found)
+
+
+def check_model(model: object) -> None:
+    """Refuse a model that names no installed provider, even for a search that does not need
+    one (a keyword mode, or the default on a store without vectors): bad input is said."""
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInput(f"model must be the name of an embedding provider; got {model!r}")
+    _known(model.strip())
+
+
+def _known(name: str) -> None:
+    from lantern.embeddings.registry import available_providers
+
+    known = available_providers()
+    if name not in known:
+        available = ", ".join(known) or "none are installed"
+        raise InvalidInput(f"unknown embedding provider {name!r}; available: {available}")
 
 
 def provider_for(store: Store, explicit: str | None) -> EmbeddingProvider:

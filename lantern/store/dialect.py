@@ -18,7 +18,9 @@ from sqlalchemy import (
     literal_column,
     select,
 )
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.dml import Insert
+from sqlalchemy.sql.selectable import FromClause, Join
 
 
 def insert_ignoring_conflicts(conn: Connection, table: Table) -> Insert:
@@ -49,6 +51,40 @@ def upsert(dialect: str, table: Table, key: Sequence[str], values: Sequence[str]
     return lite.on_conflict_do_update(
         index_elements=list(key), set_={name: lite.excluded[name] for name in values}
     )
+
+
+class FixedJoin(Join):
+    """An inner join whose left side SQLite must loop over first (`CROSS JOIN ... ON`).
+
+    Without statistics (Lantern runs no `ANALYZE`), SQLite's planner takes an equality on an
+    indexed column (`status = 'active'`) to match about ten rows and loops over that index,
+    testing each row against a short list of ids: measured, 230 ms at 10,000 records where
+    looking the 64 ids up by key takes 0.4 ms. SQLite never reorders the sides of a `CROSS
+    JOIN`; other engines read it as the plain join it is."""
+
+    inherit_cache = True
+
+
+@compiles(FixedJoin, "sqlite")
+def _fixed_join_sqlite(element: FixedJoin, compiler: Any, **kw: Any) -> str:
+    kw["asfrom"] = True
+    left = compiler.process(element.left, **kw)
+    right = compiler.process(element.right, **kw)
+    condition = compiler.process(element.onclause, **{**kw, "asfrom": False})
+    return f"{left} CROSS JOIN {right} ON {condition}"
+
+
+def from_id_list(
+    dialect: str, table: Table, column: ColumnElement[Any], name: str
+) -> tuple[FromClause, list[ColumnElement[bool]]]:
+    """Rows of `table` whose `column` is one of a list of ids bound as ONE parameter
+    (`id_list_value`), looked up by key: the FROM clause to select from, and the conditions to
+    add. On SQLite the list (`json_each`) drives the join (`FixedJoin`); on PostgreSQL the
+    table is searched with `= ANY`, which its planner serves by key."""
+    if dialect == "postgresql":
+        return table, [in_id_list(dialect, column, name)]
+    listed = func.json_each(bindparam(name, type_=Text())).table_valued("value").alias("listed")
+    return FixedJoin(listed, table, column == listed.c.value), []
 
 
 def in_id_list(dialect: str, column: ColumnElement[Any], name: str) -> ColumnElement[bool]:
