@@ -136,18 +136,18 @@ def origin_text(hit: Any) -> str:
 
 
 def search_notes(summary: Any, items: str, *, explain: bool) -> None:
-    """What a search did, on stderr: with `--explain` always; otherwise only when some of the
-    records or chunks it could have found have no vector of its model, so that nothing is
-    missed silently."""
-    if summary is None:
+    """What a search that compared vectors did, on stderr: with `--explain`, its mode, model
+    and count of what has no vector; without, that count only when it is not 0, so that
+    nothing is missed silently. A keyword search (or the default where there are no vectors)
+    says nothing: its hits' mode says it all."""
+    if summary is None or summary.model is None:
         return
     if explain:
-        model = summary.model or "-"
         note(
-            f"searched in {summary.mode} mode (model {model}); "
+            f"searched in {summary.mode} mode (model {summary.model}); "
             f"without a vector: {summary.without_vector}"
         )
-    if summary.without_vector and summary.model is not None:
+    if summary.without_vector:
         count = summary.without_vector
         one = count == 1
         named, verb, them, their = (
