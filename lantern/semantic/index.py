@@ -21,7 +21,7 @@ rows in order: score, higher first, then position.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,8 @@ _MAX_CACHED = 8
 """Matrices kept at once (per store, side and model); the least recently used goes first."""
 _FETCH = 10_000
 """Rows read from the cursor at a time while loading."""
+_SAMPLE = 100
+"""Vectors whose dimensions decide which dimension a model's vectors have."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,25 +129,28 @@ def _read(conn: Connection, side: Side, model: str, token: str | None) -> Loaded
     from lantern.embeddings.vectors import normalise_rows
 
     table = side.table
-    by_dim = conn.execute(
-        select(table.c.dim, func.count())
-        .where(table.c.model == bindparam("model"))
-        .group_by(table.c.dim)
-        .order_by(func.count().desc(), table.c.dim),
-        {"model": model},
-    ).all()
-    total = sum(int(count) for _dim, count in by_dim)
-    if not by_dim or int(by_dim[0][0]) <= 0:
-        empty = np.zeros((0, 0), dtype=np.float32)
-        return Loaded(model, token, [], empty, 0, total)
-    dim = int(by_dim[0][0])
+    of_model = table.c.model == bindparam("model")
+    # Counted on the index alone; the dimension is the commonest of a sample (reading every
+    # row's dimension would read every vector twice).
+    total = int(
+        conn.execute(
+            select(func.count()).select_from(table).where(of_model), {"model": model}
+        ).scalar_one()
+    )
+    sample = conn.execute(
+        select(table.c.dim).where(of_model).limit(_SAMPLE), {"model": model}
+    ).scalars()
+    dims = Counter(int(dim) for dim in sample)
+    dim = max(dims, key=lambda d: (dims[d], -d)) if dims else 0
+    if dim <= 0:
+        return Loaded(model, token, [], np.zeros((0, 0), dtype=np.float32), 0, total)
     usable = select(side.key, table.c.vector).where(
         table.c.model == bindparam("model"),
         table.c.dim == bindparam("dim"),
         func.length(table.c.vector) == bindparam("length"),
     )
     params = {"model": model, "dim": dim, "length": 4 * dim}
-    expected = int(by_dim[0][1])
+    expected = total
     matrix = np.empty((expected, dim), dtype=np.float32)
     ids: list[str] = []
     for rows in _batches(conn, usable, params):
