@@ -7,7 +7,7 @@ behaviour, validation and errors as a shell user.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from lantern.maintenance.health import HealthReport
     from lantern.maintenance.inspection import Inspection
     from lantern.maintenance.rebuild import RebuildReport
+    from lantern.semantic.backfill import EmbedSummary
+    from lantern.semantic.coverage import Coverage
+    from lantern.store.settings import EmbeddingSettings
     from lantern.transfer.jsonl import TransferReport
 
 CITED_BY_LIMIT = 1_000
@@ -48,6 +51,8 @@ class StoreStatus:
     head: str
     legacy_generation: int | None
     needs_upgrade: bool
+    embeddings: Coverage | None = None
+    """Embedding settings and coverage per model; None on a store that needs an upgrade."""
 
     def to_json(self) -> dict[str, Any]:
         """The status as `db status --json` prints it."""
@@ -59,6 +64,7 @@ class StoreStatus:
             "head": self.head,
             "legacy_generation": self.legacy_generation,
             "needs_upgrade": self.needs_upgrade,
+            "embeddings": None if self.embeddings is None else self.embeddings.to_json(),
         }
 
 
@@ -182,8 +188,16 @@ class Lantern:
         return [record.id for record in page]
 
     def status(self) -> StoreStatus:
-        """Where the store is and where its schema stands (`lantern db status`)."""
+        """Where the store is and where its schema stands (`lantern db status`), and, on a
+        current store, its embedding settings and how many records and chunks have vectors of
+        each model."""
         state = _state(self.store)
+        found = None
+        if not state.needs_upgrade and not state.empty and not self.scopes.restricted:
+            from lantern.semantic.coverage import coverage
+
+            with self.store.read() as conn:
+                found = coverage(conn)
         return StoreStatus(
             url=self.location.display_url,
             path=self.location.path,
@@ -192,7 +206,107 @@ class Lantern:
             head=migrations.HEAD,
             legacy_generation=state.legacy_generation,
             needs_upgrade=state.needs_upgrade,
+            embeddings=found,
         )
+
+    def embed(
+        self,
+        *,
+        memory: bool = True,
+        sources: bool = True,
+        model: str | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> EmbedSummary:
+        """Compute the missing and stale vectors of memory records and of chunks (both, unless
+        one is turned off) with the provider `model` names (else LANTERN_EMBED_MODEL, else the
+        store's default, else `minilm`): `lantern embed`.
+
+        Each side runs in batches that commit one by one, so an interrupted run keeps what it
+        finished and the next run resumes; readers are never blocked for long. `progress` is
+        called after each batch with the side (`memory` or `sources`), the items looked at and
+        the items to look at.
+        """
+        self._whole_store("embed")
+        if not (memory or sources):
+            raise InvalidInput("nothing to embed: ask for memory records, sources, or both")
+        if self.store.read_only:
+            raise PolicyRefused(f"{self.location.display_url} is open read-only; nothing embedded")
+        import time
+
+        from lantern.semantic.backfill import EmbedSummary
+        from lantern.semantic.plan import provider_for
+
+        started = time.perf_counter()
+        provider = provider_for(self.store, model)
+
+        def reporter(side: str) -> Callable[[int, int], None] | None:
+            if progress is None:
+                return None
+            return lambda done, total: progress(side, done, total)
+
+        done_memory = self.memory.embed(provider, progress=reporter("memory")) if memory else None
+        done_sources = (
+            self.evidence.embed(provider, progress=reporter("sources")) if sources else None
+        )
+        return EmbedSummary(
+            provider=provider.name,
+            model=provider.model,
+            memory=done_memory,
+            sources=done_sources,
+            seconds=time.perf_counter() - started,
+        )
+
+    def embedding_settings(self) -> EmbeddingSettings:
+        """The store's default embedding provider and whether writes embed."""
+        from lantern.store.settings import embedding_settings
+
+        with self.store.read() as conn:
+            return embedding_settings(conn)
+
+    def set_embedding_settings(
+        self,
+        *,
+        default_model: str | None = None,
+        clear_default_model: bool = False,
+        on_write: bool | None = None,
+    ) -> EmbeddingSettings:
+        """Record the store's default embedding provider (a registered name; or clear it) and
+        whether adding and changing memory records and ingesting evidence also embed them.
+
+        Turning embedding on write on checks that the provider it would use can run here, so
+        that no later write fails for want of a module. Returns the settings now.
+        """
+        self._whole_store("settings")
+        from lantern.embeddings.registry import available_providers, resolve_provider
+        from lantern.semantic.plan import provider_for
+        from lantern.store.settings import set_embedding_settings
+
+        if default_model is not None and clear_default_model:
+            raise InvalidInput("give either a default model or clear it, not both")
+        if default_model is not None:
+            if not isinstance(default_model, str) or not default_model.strip():
+                raise InvalidInput("the default model must be an embedding provider's name")
+            default_model = default_model.strip()
+            known = available_providers()
+            if default_model not in known:
+                raise InvalidInput(
+                    f"unknown embedding provider {default_model!r}; available: "
+                    f"{', '.join(known) or 'none are installed'}"
+                )
+        if on_write:
+            # Refuses a provider that cannot run here, before anything is written.
+            if clear_default_model:
+                resolve_provider()
+            else:
+                provider_for(self.store, default_model)
+        with self.store.write() as conn:
+            set_embedding_settings(
+                conn,
+                default_model=default_model,
+                clear_model=clear_default_model,
+                on_write=on_write,
+            )
+        return self.embedding_settings()
 
     def upgrade(self, *, backup: bool = True) -> migrations.UpgradeReport:
         """Bring the store to the current schema, backing up a SQLite file first."""

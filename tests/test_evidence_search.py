@@ -116,7 +116,9 @@ def test_any_mode_matches_any_word_but_the_common_ones(corpus: Lantern) -> None:
     assert all(hit.mode == "any" for hit in search("lantern zebras"))
     assert [hit.keyword_rank for hit in search("lantern zebras", limit=2)] == [1, 2]
     assert all(hit.mode == "keyword" for hit in search("lantern", mode="keyword"))
-    with pytest.raises(InvalidInput, match="mode must be one of keyword, any; got 'fuzzy'"):
+    with pytest.raises(
+        InvalidInput, match="mode must be one of keyword, any, semantic, hybrid; got 'fuzzy'"
+    ):
         search("lantern", mode="fuzzy")
 
 

@@ -55,6 +55,16 @@ def test_memory_commands_load_no_migration_server_or_evidence_code(tmp_path: Pat
         assert sorted(loaded & set(NOT_FOR_MEMORY)) == [], args
 
 
+def test_searching_a_store_without_vectors_loads_no_embedding_code(tmp_path: Path) -> None:
+    # The default mode is hybrid only where there are vectors: here it is any, and costs what
+    # it did before (not even the registry of installed providers is read).
+    _modules_after(tmp_path, "memory", "add", "--kind", "fact", "first")
+    _modules_after(tmp_path, "ingest", "-", "--uri", "note:x")
+    for args in (("memory", "search", "first"), ("search", "first")):
+        loaded = _modules_after(tmp_path, *args)
+        assert sorted(loaded & {*EMBEDDING_LIBRARIES, "lantern.embeddings"}) == [], args
+
+
 def test_import_and_help_load_no_embedding_library() -> None:
     script = (
         "import json, sys\n"

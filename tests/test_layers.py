@@ -16,6 +16,9 @@ PACKAGE = REPO_ROOT / "lantern"
 LEAVES = {"lantern.errors", "lantern.validation", "lantern.loading"}
 """Modules any layer may import."""
 
+SEMANTIC = {"lantern.semantic", "lantern.embeddings"}
+"""Vectors: stored and searched (`semantic`), made (`embeddings`)."""
+
 ALLOWED: dict[str, set[str]] = {
     "lantern.errors": set(),
     "lantern.loading": set(),
@@ -23,12 +26,13 @@ ALLOWED: dict[str, set[str]] = {
     "lantern.retrieval": set(),
     "lantern.embeddings": LEAVES,
     "lantern.store": LEAVES,
-    "lantern.memory": LEAVES | {"lantern.store", "lantern.retrieval"},
-    "lantern.evidence": LEAVES | {"lantern.store", "lantern.retrieval"},
+    "lantern.semantic": LEAVES | {"lantern.store", "lantern.retrieval", "lantern.embeddings"},
+    "lantern.memory": LEAVES | {"lantern.store", "lantern.retrieval", *SEMANTIC},
+    "lantern.evidence": LEAVES | {"lantern.store", "lantern.retrieval", *SEMANTIC},
     "lantern.maintenance": LEAVES
-    | {"lantern.store", "lantern.retrieval", "lantern.memory", "lantern.evidence"},
+    | {"lantern.store", "lantern.retrieval", "lantern.memory", "lantern.evidence", *SEMANTIC},
     "lantern.transfer": LEAVES
-    | {"lantern.store", "lantern.retrieval", "lantern.memory", "lantern.evidence"},
+    | {"lantern.store", "lantern.retrieval", "lantern.memory", "lantern.evidence", *SEMANTIC},
     "lantern.api": LEAVES
     | {
         "lantern.store",
@@ -37,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
         "lantern.evidence",
         "lantern.maintenance",
         "lantern.transfer",
+        *SEMANTIC,
     },
 }
 """For each unit (a package or a top-level module), the units it may import besides itself."""

@@ -31,6 +31,7 @@ WRITE_TOOLS = [
 READ_TOOLS = [
     "lantern_memory_list",
     "lantern_memory_search",
+    "lantern_memory_similar",
     "lantern_memory_show",
     "lantern_memory_history",
     "lantern_search",

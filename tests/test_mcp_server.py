@@ -38,6 +38,7 @@ TOOLS = [
     "lantern_memory_add",
     "lantern_memory_list",
     "lantern_memory_search",
+    "lantern_memory_similar",
     "lantern_memory_show",
     "lantern_memory_history",
     "lantern_memory_update",
@@ -62,6 +63,7 @@ HINTS = {
         for name in (
             "lantern_memory_list",
             "lantern_memory_search",
+            "lantern_memory_similar",
             "lantern_memory_show",
             "lantern_memory_history",
             "lantern_search",
@@ -304,21 +306,26 @@ def test_evidence_tools_return_what_the_cli_prints(server: McpClient, store: str
     assert len(shown["before"]) == 1
     assert server.ok("lantern_chunk_show", {"id": chunk}) == cli_json(store, "chunk", "show", chunk)
 
+    searched = {"search": {"mode": "any", "model": None, "without_vector": 0}}
     hits = server.ok("lantern_search", {"query": "migration", "kind": ["tool_output"], "limit": 5})
     assert hits == {"hits": cli_json(store, "search", "migration", "--kind", "tool_output",
-                                     "--limit", "5")}  # fmt: skip
+                                     "--limit", "5"), **searched}  # fmt: skip
     assert {hit["uri"] for hit in hits["hits"]} == {"tool://pytest/run-1", "tool://pytest/run-2"}
     narrowed = server.ok(
         "lantern_search", {"query": "migration", "source": ["tool://pytest/run-1"]}
     )
     assert narrowed == {"hits": cli_json(store, "search", "migration", "--source",
-                                         "tool://pytest/run-1")}  # fmt: skip
-    assert server.ok("lantern_search", {"query": "***"}) == {"hits": []}
+                                         "tool://pytest/run-1"), **searched}  # fmt: skip
+    assert server.ok("lantern_search", {"query": "***"}) == {"hits": [], **searched}
     question = {"query": "why did the rollback test fail?", "limit": 3}
     answered = server.ok("lantern_search", question)
-    assert answered == {"hits": cli_json(store, "search", question["query"], "--limit", "3")}
+    assert answered == {
+        "hits": cli_json(store, "search", question["query"], "--limit", "3"),
+        **searched,
+    }
     assert answered["hits"] and answered["hits"][0]["mode"] == "any"
-    assert server.ok("lantern_search", {**question, "mode": "keyword"}) == {"hits": []}
+    keyword = {"search": {"mode": "keyword", "model": None, "without_vector": 0}}
+    assert server.ok("lantern_search", {**question, "mode": "keyword"}) == {"hits": [], **keyword}
 
     # A memory can cite what was just ingested; a reference to nothing needs allow_dangling.
     cited = _add(
@@ -358,8 +365,10 @@ SCHEMA_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     ("lantern_memory_add", {"kind": "fact", "content": "x", "scope": "s" * 513},
      "scope is too long: 513 characters, the limit is 512"),
     ("lantern_memory_list", {"limit": 0}, "limit must be at least 1; got 0"),
-    ("lantern_memory_search", {"query": "x", "mode": "semantic"},
-     'mode must be one of keyword, any; got "semantic"'),
+    ("lantern_memory_search", {"query": "x", "mode": "fuzzy"},
+     'mode must be one of keyword, any, semantic, hybrid; got "fuzzy"'),
+    ("lantern_memory_similar", {"id": "mem_00000000000000ff", "limit": 0},
+     "limit must be at least 1; got 0"),
     ("lantern_search", {"query": "x", "since": 1.5},
      "since must be an integer or a string; got number"),
     ("lantern_memory_list", {"limit": 10_001}, "limit must be at most 10000; got 10001"),
@@ -419,6 +428,7 @@ REPOSITORY_ERRORS: list[tuple[str, dict[str, Any], list[str], str | None]] = [
     ("lantern_memory_show", {"id": UNKNOWN, "chain": True},
      ["memory", "show", UNKNOWN, "--chain"], None),
     ("lantern_memory_history", {"id": UNKNOWN}, ["memory", "history", UNKNOWN], None),
+    ("lantern_memory_similar", {"id": UNKNOWN}, ["memory", "similar", UNKNOWN], None),
     ("lantern_memory_update", {"id": UNKNOWN, "priority": 1},
      ["memory", "update", UNKNOWN, "--priority", "1"], None),
     ("lantern_memory_update", {"id": UNKNOWN}, ["memory", "update", UNKNOWN], None),

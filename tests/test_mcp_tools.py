@@ -37,6 +37,7 @@ MIRRORS: dict[str, tuple[list[str], Callable[..., Any]]] = {
     "lantern_memory_add": (["memory", "add"], MemoryRepository.get_or_add),
     "lantern_memory_list": (["memory", "list"], MemoryRepository.list),
     "lantern_memory_search": (["memory", "search"], MemoryRepository.search),
+    "lantern_memory_similar": (["memory", "similar"], MemoryRepository.similar),
     "lantern_memory_show": (["memory", "show"], MemoryRepository.get),
     "lantern_memory_history": (["memory", "history"], MemoryRepository.history),
     "lantern_memory_update": (["memory", "update"], MemoryRepository.update),
@@ -81,7 +82,7 @@ def _cli_names(path: list[str]) -> set[str]:
 
 
 def test_the_table_has_every_tool_once() -> None:
-    assert len(SPECS) == len(TOOLS) == 13
+    assert len(SPECS) == len(TOOLS) == 14
     assert set(SPECS) == set(MIRRORS)
 
 
@@ -278,7 +279,7 @@ def test_an_unknown_tool_is_a_protocol_error(store_url: str) -> None:
 
     calls = [("lantern_memory_add", {"kind": "fact", "content": "x"}), ("nope", {})]
     names, results = anyio.run(lambda: _calls(open_store, calls, read_only=True))
-    assert len(names) == 7
+    assert len(names) == 8
     for result, name in zip(results, ["lantern_memory_add", "nope"], strict=True):
         assert isinstance(result, MCPError)
         assert (result.error.code, result.error.message) == (-32602, f"Unknown tool: {name}")

@@ -63,11 +63,11 @@ def test_modes_keyword_requires_every_word_any_ranks_the_rarest_first(lt: Lanter
     assert found[0].record.id == home.id and all(m.mode == "any" for m in found)
     assert [m.record.id for m in lt.memory.search("rosa home", mode="keyword")] == [home.id]
     assert {m.mode for m in lt.memory.search("rosa home", mode="keyword")} == {"keyword"}
-    assert lt.memory.search(question) == found  # any is the default
+    assert lt.memory.search(question) == found  # the default is any where there are no vectors
     # Only common words: they are searched rather than dropped.
     assert [m.record.id for m in lt.memory.search("where the", mode="any")] != []
-    with pytest.raises(InvalidInput, match="mode must be one of keyword, any"):
-        lt.memory.search("x", mode="semantic")
+    with pytest.raises(InvalidInput, match="mode must be one of keyword, any, semantic, hybrid"):
+        lt.memory.search("x", mode="fuzzy")
 
 
 def test_search_syntax_phrases_prefixes_and_odd_input(lt: Lantern) -> None:

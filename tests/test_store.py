@@ -221,6 +221,7 @@ ONLY_READ = [
     ("memory", "search", "x"),
     ("memory", "show", ID),
     ("memory", "history", ID),
+    ("memory", "similar", ID),
     ("memory", "cites", "session:s"),
     ("memory", "check-refs"),
     ("memory", "expire", "--dry-run"),
@@ -232,6 +233,7 @@ ONLY_READ = [
     ("export",),
     ("db", "status"),
     ("db", "check"),
+    ("db", "settings"),
     ("db", "backup", "{tmp}/copy.db"),
 ]
 CHANGE_WHAT_IS_STORED = [
@@ -243,6 +245,8 @@ CHANGE_WHAT_IS_STORED = [
     ("memory", "forget", ID, "--yes"),
     ("source", "remove", "src_0000000000000001"),
     ("db", "rebuild-index"),
+    ("db", "settings", "--default-model", "hashing"),
+    ("embed", "--model", "hashing"),
 ]
 ADD = [
     ("memory", "add", "--kind", "fact", "x"),

@@ -1,16 +1,23 @@
 """Recall of each search mode on the recall data set: hit@1, hit@5 and MRR.
 
-    python bench/recall/run.py                       # every mode Lantern has
+    python bench/recall/run.py                       # every mode, and the default
     python bench/recall/run.py --mode keyword --mode any --target-size 2000
+    python bench/recall/run.py --fusion-depths 5,10,20,30,50   # hybrid's depth, swept
     python bench/recall/run.py --json recall.json    # also write the figures as JSON
 
-It builds a store from the data set in a temporary directory (`dataset.open_dataset`), asks
-every question through the public API in each mode (`lt.evidence.search` for a question
-answered by a chunk, `lt.memory.search` for one answered by a record, with the default filters
-and order) and finds the rank of the expected chunk or record among the first `--depth`
-results (20 by default). A question's reciprocal rank is 1/rank, 0 when the answer is not in
-them; hit@k is the share of questions answered within the first k. The figures are printed
-overall, per category (paraphrase, mixed, identifier) and per target (chunk, record).
+It builds a store from the data set in a temporary directory (`dataset.open_dataset`), computes
+every vector with the default model (`lt.embed`, `--model` to choose another), asks every
+question through the public API in each mode (`lt.evidence.search` for a question answered by a
+chunk, `lt.memory.search` for one answered by a record, with the default filters and order) and
+finds the rank of the expected chunk or record among the first `--depth` results (20 by
+default). `default` is a search that names no mode, as an agent's would. A question's
+reciprocal rank is 1/rank, 0 when the answer is not in them; hit@k is the share of questions
+answered within the first k. The figures are printed overall, per category (paraphrase,
+mixed, identifier) and per target (chunk, record).
+
+`--fusion-depths` measures hybrid at other depths than Lantern's (`lantern.retrieval.fusion`):
+it fuses, with the same `fuse` function, the `any` and `semantic` rankings the API returns,
+each cut at the depth, and prints hit@1, hit@5 and MRR per depth.
 
 The modes are Lantern's own (`lantern.retrieval.modes.SEARCH_MODES`): a mode Lantern gains is
 measured by naming it, with no change here.
@@ -31,9 +38,13 @@ import dataset
 from dataset import CATEGORIES, DATA, DatasetError, ResolvedQuestion
 
 from lantern import Lantern
+from lantern.retrieval.fusion import DEPTH as FUSION_DEPTH
+from lantern.retrieval.fusion import fuse
 from lantern.retrieval.modes import SEARCH_MODES
 
 DEPTH = 20
+DEFAULT = "default"
+"""A search that names no mode."""
 TARGETS = ("chunk", "record")
 
 
@@ -49,15 +60,47 @@ class Scores:
     mrr: float
 
 
-def rank_of(lt: Lantern, item: ResolvedQuestion, mode: str, depth: int) -> int | None:
-    """The 1-based rank of the question's answer among the first `depth` results, or None."""
+def ranking(lt: Lantern, item: ResolvedQuestion, mode: str | None, depth: int) -> list[str]:
+    """The ids of the first `depth` results of the question in `mode` (None: the default)."""
     question = item.question
     if question.target == "chunk":
-        found = [hit.chunk_id for hit in lt.evidence.search(question.text, mode=mode, limit=depth)]
-    else:
-        matches = lt.memory.search(question.text, mode=mode, limit=depth)
-        found = [match.record.id for match in matches]
+        hits = lt.evidence.search(question.text, mode=mode, limit=depth)
+        return [hit.chunk_id for hit in hits]
+    matches = lt.memory.search(question.text, mode=mode, limit=depth)
+    return [match.record.id for match in matches]
+
+
+def rank_of(lt: Lantern, item: ResolvedQuestion, mode: str, depth: int) -> int | None:
+    """The 1-based rank of the question's answer among the first `depth` results, or None."""
+    found = ranking(lt, item, None if mode == DEFAULT else mode, depth)
     return found.index(item.target_id) + 1 if item.target_id in found else None
+
+
+def fusion_sweep(
+    lt: Lantern, questions: Sequence[ResolvedQuestion], depths: Sequence[int], depth: int
+) -> list[Scores]:
+    """Hybrid at each fusion depth: the API's `any` and `semantic` rankings fused by
+    `lantern.retrieval.fusion.fuse`, each cut at the fusion depth (overall figures)."""
+    deepest = max(*depths, depth)
+    rankings = [
+        (
+            item,
+            ranking(lt, item, "any", deepest),
+            ranking(lt, item, "semantic", deepest),
+        )
+        for item in questions
+    ]
+    results = []
+    for fusion_depth in depths:
+        ranks: list[int | None] = []
+        for item, keyword, semantic in rankings:
+            fused = [
+                str(entry.key)
+                for entry in fuse(keyword, [(key, 0.0) for key in semantic], depth=fusion_depth)
+            ][:depth]
+            ranks.append(fused.index(item.target_id) + 1 if item.target_id in fused else None)
+        results.append(scores(f"hybrid@{fusion_depth}", "all", ranks))
+    return results
 
 
 def scores(mode: str, group: str, ranks: Sequence[int | None]) -> Scores:
@@ -105,15 +148,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--mode",
         action="append",
-        help=f"a search mode to measure (repeatable; default: {', '.join(SEARCH_MODES)})",
+        help=f"a search mode to measure, or {DEFAULT} for a search that names none "
+        f"(repeatable; default: {', '.join([*SEARCH_MODES, DEFAULT])})",
+    )
+    parser.add_argument("--model", help="embedding provider (default: Lantern's, minilm)")
+    parser.add_argument(
+        "--fusion-depths",
+        help=f"comma-separated fusion depths to sweep hybrid over (Lantern's: {FUSION_DEPTH})",
     )
     parser.add_argument("--target-size", type=int, help="chunk size (default: Lantern's)")
     parser.add_argument("--depth", type=int, default=DEPTH, help="results looked at per question")
     parser.add_argument("--data", type=Path, default=DATA, help="the data folder")
     parser.add_argument("--json", dest="json_path", type=Path, help="also write results here")
     args = parser.parse_args(argv)
-    modes = args.mode or list(SEARCH_MODES)
+    modes = args.mode or [*SEARCH_MODES, DEFAULT]
+    depths = [int(value) for value in args.fusion_depths.split(",")] if args.fusion_depths else []
     results: list[Scores] = []
+    sweep: list[Scores] = []
     try:
         with (
             tempfile.TemporaryDirectory(prefix="lantern-recall-") as folder,
@@ -125,20 +176,33 @@ def main(argv: list[str] | None = None) -> int:
                 f"{len(data.questions)} questions, {data.chunk_count} chunks, "
                 f"{len(data.record_ids)} records; rank looked for in the first {args.depth}"
             )
+            embedded = data.lantern.embed(model=args.model)
+            assert embedded.memory is not None and embedded.sources is not None
+            print(
+                f"embedded {embedded.memory.embedded} records and {embedded.sources.embedded} "
+                f"chunks with {embedded.model} in {embedded.seconds:.1f} s"
+            )
             for mode in modes:
                 started = time.perf_counter()
                 results += measure(data.lantern, data.questions, mode, args.depth)
                 elapsed = time.perf_counter() - started
                 print(f"{mode}: {len(data.questions)} questions in {elapsed:.2f} s")
+            if depths:
+                sweep = fusion_sweep(data.lantern, data.questions, depths, args.depth)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(render(results))
+    if depths:
+        print()
+        print(f"hybrid at other fusion depths (Lantern's is {FUSION_DEPTH}):")
+        print(render(sweep))
     if args.json_path:
         payload = {
             "target_size": args.target_size,
             "depth": args.depth,
             "results": [asdict(result) for result in results],
+            "fusion_sweep": [asdict(result) for result in sweep],
         }
         args.json_path.write_text(json.dumps(payload, indent=2) + "\n")
     return 0

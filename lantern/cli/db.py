@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from lantern.cli.context import open_lantern
@@ -30,8 +32,74 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         emit_json(status.to_json())
         return
     for key, value in status.to_json().items():
-        shown = "-" if value is None else str(value).lower() if isinstance(value, bool) else value
-        click.echo(f"{key + ':':<19}{shown}")
+        if key == "embeddings" and isinstance(value, dict):
+            _show_embeddings(value)
+            continue
+        click.echo(f"{key + ':':<19}{_shown(value)}")
+
+
+def _shown(value: object) -> object:
+    return "-" if value is None else str(value).lower() if isinstance(value, bool) else value
+
+
+def _show_embeddings(found: dict[str, Any]) -> None:
+    click.echo(f"{'embed_model:':<19}{_shown(found['default_model'])}")
+    click.echo(f"{'embed_on_write:':<19}{_shown(found['on_write'])}")
+    for model in found["models"]:
+        click.echo(
+            f"{'vectors:':<19}{model['model']} ({model['dim']} dimensions): "
+            f"{model['records']} of {found['records']} records, "
+            f"{model['chunks']} of {found['chunks']} chunks"
+        )
+    if not found["models"]:
+        click.echo(f"{'vectors:':<19}none (lantern embed computes them)")
+
+
+@db.command("settings")
+@click.option(
+    "--default-model",
+    metavar="NAME",
+    help="The embedding provider this store uses when neither --model nor "
+    "$LANTERN_EMBED_MODEL names one.",
+)
+@click.option("--clear-default-model", is_flag=True, help="Forget the store's default provider.")
+@click.option(
+    "--embed-on-write/--no-embed-on-write",
+    "on_write",
+    default=None,
+    help="Whether memory add, update and supersede and ingest also compute vectors.",
+)
+@json_option
+@click.pass_context
+def settings_command(
+    ctx: click.Context,
+    default_model: str | None,
+    clear_default_model: bool,
+    on_write: bool | None,
+    as_json: bool,
+) -> None:
+    """Show the store's embedding settings, or change them.
+
+    With no option, shows them. Embedding on write computes each new or changed memory record's
+    vector before it is stored (a failure stores nothing) and each ingested source's chunk
+    vectors once they are stored; off (the default), writes load no model and pay nothing.
+
+        lantern db settings --default-model hashing --embed-on-write
+    """
+    lantern = open_lantern(ctx)
+    if default_model is None and not clear_default_model and on_write is None:
+        found = lantern.embedding_settings()
+    else:
+        found = lantern.set_embedding_settings(
+            default_model=default_model,
+            clear_default_model=clear_default_model,
+            on_write=on_write,
+        )
+    if as_json:
+        emit_json(found.to_json())
+        return
+    for key, value in found.to_json().items():
+        click.echo(f"{key + ':':<15}{_shown(value)}")
 
 
 @db.command("upgrade")

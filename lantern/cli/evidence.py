@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, note, origin_text, read_stdin, when
+from lantern.cli.output import (
+    MODE_HELP,
+    MODEL_HELP,
+    ProgressBar,
+    emit_json,
+    json_option,
+    note,
+    origin_text,
+    read_stdin,
+    search_notes,
+    when,
+)
 from lantern.evidence.records import IngestSummary
-from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
+from lantern.retrieval.modes import SEARCH_MODES
 
 if TYPE_CHECKING:
     from lantern.evidence.records import Chunk, ChunkDetail, SearchHit, Source
@@ -86,7 +95,7 @@ def ingest(
     else:
         if uri is not None:
             raise click.UsageError("--uri names standard input; use it with - as the path")
-        with _ProgressBar() as bar:
+        with ProgressBar("Ingesting") as bar:
             summary = open_lantern(ctx, create=True).evidence.ingest_path(
                 list(paths),
                 include=include,
@@ -121,12 +130,8 @@ def ingest(
 )
 @click.option("--since", metavar="TIME", help="Chunks ingested at or after this time.")
 @click.option("--until", metavar="TIME", help="Chunks ingested before this time.")
-@click.option(
-    "--mode",
-    type=click.Choice(SEARCH_MODES),
-    help=f"keyword: every word must appear; any: any word but common ones, ranked by "
-    f"relevance (default: {DEFAULT_MODE}).",
-)
+@click.option("--mode", type=click.Choice(SEARCH_MODES), help=MODE_HELP)
+@click.option("--model", metavar="NAME", help=MODEL_HELP)
 @click.option("--limit", type=int, default=20, show_default=True, help="At most this many hits.")
 @click.option(
     "--raw",
@@ -144,17 +149,20 @@ def search(
     since: str | None,
     until: str | None,
     mode: str | None,
+    model: str | None,
     limit: int,
     raw: bool,
     explain: bool,
     as_json: bool,
 ) -> None:
-    """Search what chunks say, best matches first (BM25 on SQLite).
+    """Search what chunks say, best matches first.
 
-    With --mode any (the default) a chunk matches any of the words, common words left out,
-    and those sharing the rarest words rank first: ask in plain words. With --mode keyword
-    every word must appear. "quoted words" match as a phrase, word* as a prefix; everything
-    else is literal text, so any input is safe. TIME is unix seconds or ISO-8601. Examples:
+    The default mode is hybrid: the chunks sharing the query's rarest words and the chunks
+    nearest in meaning (embeddings, see lantern embed), fused; where the store has no vectors
+    it is any. Ask in plain words. --mode keyword requires every word (an exact identifier);
+    --mode semantic ranks by meaning alone. "quoted words" match as a phrase, word* as a
+    prefix; everything else is literal text, so any input is safe. TIME is unix seconds or
+    ISO-8601. Examples:
 
         lantern search where did we decide to deploy from
 
@@ -169,7 +177,9 @@ def search(
         limit=limit,
         raw=raw,
         mode=mode,
+        model=model,
     )
+    search_notes(hits.summary, "chunks", explain=explain)
     if as_json:
         emit_json([hit.to_json() for hit in hits])
         return
@@ -309,34 +319,6 @@ def chunk_show_command(ctx: click.Context, chunk_id: str, context: int, as_json:
         return
     _show_chunk(detail)
     click.echo(f"cited by: {', '.join(cited_by) or '-'}")
-
-
-class _ProgressBar:
-    """A progress bar on stderr when it is a terminal; nothing at all on a pipe or a file."""
-
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty()
-        self._bar: Any = None
-
-    def update(self, done: int, total: int) -> None:
-        if self._bar is None:
-            if total < 2:
-                return
-            self._bar = click.progressbar(length=total, label="Ingesting", file=sys.stderr)
-            self._bar.__enter__()
-        self._bar.update(done - self._bar.pos)
-
-    def __enter__(self) -> _ProgressBar:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(exc_type, exc, tb)
 
 
 def _read_stdin() -> str:

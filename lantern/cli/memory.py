@@ -13,6 +13,8 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import (
+    MODE_HELP,
+    MODEL_HELP,
     emit_json,
     json_option,
     list_records,
@@ -20,12 +22,13 @@ from lantern.cli.output import (
     origin_text,
     read_stdin,
     ref_text,
+    search_notes,
     show_record,
     when,
 )
 from lantern.errors import InvalidInput
 from lantern.memory.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
-from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
+from lantern.retrieval.modes import SEARCH_MODES
 from lantern.validation import MAX_CONTENT_CHARS, MEMORY_KINDS, SEARCH_ORDERS, STATUS_FILTERS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -325,12 +328,8 @@ def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any
 
 @memory.command("search")
 @click.argument("query")
-@click.option(
-    "--mode",
-    type=click.Choice(SEARCH_MODES),
-    help=f"keyword: every word must appear; any: any word but common ones, ranked by "
-    f"relevance (default: {DEFAULT_MODE}).",
-)
+@click.option("--mode", type=click.Choice(SEARCH_MODES), help=MODE_HELP)
+@click.option("--model", metavar="NAME", help=MODEL_HELP)
 @click.option(
     "--order",
     type=click.Choice(SEARCH_ORDERS),
@@ -347,6 +346,7 @@ def search_command(
     /,
     query: str,
     mode: str | None,
+    model: str | None,
     order: str,
     limit: int,
     as_json: bool,
@@ -354,17 +354,19 @@ def search_command(
 ) -> None:
     """Search memory content; each result shows its score (higher is better).
 
-    With --mode any (the default) a record matches any of the words, common words left out,
-    and those sharing the rarest words rank first: ask in plain words. With --mode keyword
-    every word must appear. "quoted words" must appear together; word* matches a prefix;
-    nothing else is an operator. Both orders page with --after.
+    The default mode is hybrid: the records sharing the query's rarest words and the records
+    nearest in meaning (embeddings, see lantern embed), fused; where the store has no vectors
+    it is any. Ask in plain words. --mode keyword requires every word; --mode semantic ranks
+    by meaning alone. "quoted words" must appear together; word* matches a prefix; nothing else
+    is an operator. Both orders page with --after.
 
         lantern memory search "where does the user live" --scope 'user:*' --json
     """
     matches = open_lantern(ctx).memory.search(
-        query, mode=mode, order=order, limit=limit, **_filters(params)
+        query, mode=mode, model=model, order=order, limit=limit, **_filters(params)
     )
     explain, with_cursor = params["explain"], params["with_cursor"]
+    search_notes(matches.summary, "records", explain=explain)
     if as_json:
         by_relevance = order == "relevance"
         rendered = [m.to_json(explain=explain, by_relevance=by_relevance) for m in matches]
@@ -373,6 +375,33 @@ def search_command(
     for match in matches:
         _show_match(match, explain=explain, by_relevance=order == "relevance")
     _cursor_note(matches, with_cursor)
+
+
+@memory.command("similar")
+@click.argument("record_id", metavar="ID")
+@click.option("--limit", type=int, default=10, show_default=True, help="At most this many.")
+@click.option("--model", metavar="NAME", help=MODEL_HELP)
+@json_option
+@click.pass_context
+def similar_command(
+    ctx: click.Context, record_id: str, limit: int, model: str | None, as_json: bool
+) -> None:
+    """List the active records nearest in meaning to a record, itself left out, nearest first,
+    with their cosine similarity: candidates for duplicates, which you decide about.
+
+    Needs vectors (lantern embed); the record's own vector is used, or its content embedded
+    when it has none.
+
+        lantern memory similar mem_0123456789abcdef --limit 5
+    """
+    matches = open_lantern(ctx).memory.similar(record_id, limit=limit, model=model)
+    search_notes(matches.summary, "records", explain=False)
+    if as_json:
+        emit_json([match.to_json() for match in matches])
+        return
+    for match in matches:
+        click.echo(f"{match.score:>10.4f}  ", nl=False)
+        list_records([match.record])
 
 
 @memory.command("show")
@@ -576,7 +605,10 @@ def _record_json(record: MemoryRecord, explain: bool) -> dict[str, Any]:
 def _paged(rendered: list[dict[str, Any]], page: Page, with_cursor: bool) -> Any:
     if not with_cursor:
         return rendered
-    return {"records": rendered, "next_cursor": page.next_cursor}
+    paged: dict[str, Any] = {"records": rendered, "next_cursor": page.next_cursor}
+    if page.summary is not None:
+        paged["search"] = page.summary.to_json()
+    return paged
 
 
 def _cursor_note(page: Page, with_cursor: bool) -> None:

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any, TypeVar
 
 import click
@@ -15,6 +16,15 @@ from lantern.memory.records import MemoryRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 _JSON_KEY = "lantern.json"
+
+MODE_HELP = (
+    "hybrid (the default where the store has vectors, else any): words and meaning fused; "
+    "any: any word but common ones; keyword: every word must appear; semantic: by meaning."
+)
+MODEL_HELP = (
+    "Embedding provider for semantic and hybrid (default: $LANTERN_EMBED_MODEL, else the "
+    "store's, else minilm)."
+)
 
 
 def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
@@ -123,3 +133,62 @@ def origin_text(hit: Any) -> str:
     return (
         f"[mode={hit.mode} keyword_rank={keyword} semantic_rank={semantic} similarity={similarity}]"
     )
+
+
+def search_notes(summary: Any, items: str, *, explain: bool) -> None:
+    """What a search that compared vectors did, on stderr: with `--explain`, its mode, model
+    and count of what has no vector; without, that count only when it is not 0, so that
+    nothing is missed silently. A keyword search (or the default where there are no vectors)
+    says nothing: its hits' mode says it all."""
+    if summary is None or summary.model is None:
+        return
+    if explain:
+        note(
+            f"searched in {summary.mode} mode (model {summary.model}); "
+            f"without a vector: {summary.without_vector}"
+        )
+    if summary.without_vector:
+        count = summary.without_vector
+        one = count == 1
+        named, verb, them, their = (
+            (items.rstrip("s"), "has", "it", "its") if one else (items, "have", "them", "their")
+        )
+        how = (
+            f"only {their} words could find {them}"
+            if summary.mode == "hybrid"
+            else f"this search could not find {them}"
+        )
+        note(
+            f"{count} {named} that the search could return {verb} no vector of {summary.model}, "
+            f"so {how}; lantern embed computes {them}"
+        )
+
+
+class ProgressBar:
+    """A progress bar on stderr when it is a terminal; nothing at all on a pipe or a file."""
+
+    def __init__(self, label: str) -> None:
+        self.enabled = sys.stderr.isatty()
+        self.label = label
+        self._bar: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if total < 2:
+                return
+            self._bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._bar.pos)
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(exc_type, exc, tb)
+            self._bar = None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from lantern.retrieval.modes import SearchSummary
 from lantern.validation import JSONObject
 
 
@@ -144,7 +145,8 @@ class SearchHit:
 
     The last four fields explain where the hit came from (`lantern.retrieval.modes`): the
     ranking (`mode`), its 1-based place in the keyword ranking, and its place in the semantic
-    ranking and its cosine similarity, which are None until a semantic ranking exists.
+    ranking and its cosine similarity, each None where that ranking did not run or did not
+    reach the chunk.
     """
 
     chunk_id: str
@@ -178,6 +180,20 @@ class SearchHit:
             "semantic_rank": self.semantic_rank,
             "similarity": self.similarity,
         }
+
+
+class SearchResults(list[SearchHit]):
+    """The hits of a search, best first, and what the search did (`summary`: the mode it ran
+    in, the model it compared, the chunks it could not compare for want of a vector). A plain
+    list otherwise."""
+
+    __slots__ = ("summary",)
+
+    def __init__(
+        self, hits: Sequence[SearchHit] = (), summary: SearchSummary | None = None
+    ) -> None:
+        super().__init__(hits)
+        self.summary = summary
 
 
 @dataclass(frozen=True, slots=True)

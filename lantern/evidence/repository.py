@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, or_, select
 
@@ -39,11 +39,12 @@ from lantern.evidence.records import (
     ChunkDetail,
     IngestResult,
     IngestSummary,
-    SearchHit,
+    SearchResults,
     SkippedPath,
     Source,
 )
 from lantern.evidence.search import SearchFilters, search_chunks
+from lantern.evidence.vectors import embed_after_ingest
 from lantern.evidence.writing import (
     Document,
     delete_sources,
@@ -52,10 +53,15 @@ from lantern.evidence.writing import (
     serialize_writers,
     write_documents,
 )
-from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES, SearchMode
+from lantern.retrieval.modes import KEYWORD_MODES, SEARCH_MODES, SearchMode, SearchSummary
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.engine import Store, now
 from lantern.store.models import chunks, sources
+
+if TYPE_CHECKING:
+    from lantern.embeddings.provider import EmbeddingProvider
+    from lantern.semantic.backfill import EmbedReport
+    from lantern.semantic.backfill import Progress as EmbedProgress
 
 DEFAULT_SOURCE_LIMIT = 100
 DEFAULT_SEARCH_LIMIT = 20
@@ -113,7 +119,10 @@ class EvidenceRepository:
         target = inputs.target_size(target_size)
         at = now()
         with self._store.write() as conn:
-            return write_documents(conn, [document], target, at)[0]
+            result = write_documents(conn, [document], target, at)[0]
+        if result.status != "unchanged":
+            embed_after_ingest(self._store, [result.source.id])
+        return result
 
     def ingest_path(
         self,
@@ -160,6 +169,9 @@ class EvidenceRepository:
                 progress(done, len(selection.files))
         if batch:
             results += self._write_batch(batch, target, at)
+        embed_after_ingest(
+            self._store, [result.source.id for result in results if result.status != "unchanged"]
+        )
         removed = self._prune(selection.directories) if prune else 0
         return IngestSummary.from_results(
             results,
@@ -204,27 +216,32 @@ class EvidenceRepository:
         limit: int = DEFAULT_SEARCH_LIMIT,
         raw: bool = False,
         mode: str | None = None,
-    ) -> list[SearchHit]:
+        model: str | None = None,
+    ) -> SearchResults:
         """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`).
 
-        `mode` is `keyword` (every word required) or `any` (any word but the common ones;
-        the default, `lantern.retrieval.modes.DEFAULT_MODE`). `kind` and `source` (a source id
-        or a URI prefix) take one value or several (any of them matches); `since`/`until`
-        bound the time a chunk was ingested (`since` <= created_at < `until`). A query with
-        nothing searchable returns no hits. With `raw`, the query goes to the engine as it is
-        (FTS5 or `to_tsquery` syntax; the mode is then `keyword`, the engine's own), and a
-        malformed one raises `InvalidInput`.
+        `mode` is `keyword` (every word required), `any` (any word but the common ones),
+        `semantic` (nearest by the embeddings of one model: `model`, else LANTERN_EMBED_MODEL,
+        else the store's default, else `minilm`) or `hybrid` (`any` and `semantic` fused);
+        None, the default, is `hybrid` where semantic search can run and `any` where it cannot
+        (`lantern.retrieval.modes`). `kind` and `source` (a source id or a URI prefix) take one
+        value or several (any of them matches); `since`/`until` bound the time a chunk was
+        ingested (`since` <= created_at < `until`). A query with nothing searchable returns no
+        hits. With `raw`, the query goes to the engine as it is (FTS5 or `to_tsquery` syntax;
+        the mode is then `keyword`, the engine's own), and a malformed one raises
+        `InvalidInput`. The result's `summary` says which mode ran, with which model, and how
+        many chunks it could not compare for want of a vector.
         """
-        chosen = DEFAULT_MODE
+        requested = None
         if mode is not None:
-            chosen = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
+            requested = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
         if raw:
-            if mode is not None and chosen is not SearchMode.KEYWORD:
+            if requested is not None and requested is not SearchMode.KEYWORD:
                 raise InvalidInput(
                     "a raw query goes to the engine as written, so its mode is keyword; "
                     f"mode {mode} does not apply (write OR in the query instead)"
                 )
-            chosen = SearchMode.KEYWORD
+            requested = SearchMode.KEYWORD
         filters = SearchFilters(
             kinds=tuple(inputs.filter_values("kind", kind)),
             sources=tuple(inputs.filter_values("source", source)),
@@ -234,17 +251,51 @@ class EvidenceRepository:
         checked_limit = validation.limit(limit)
         if not isinstance(query, str):
             raise InvalidInput(f"query must be text; got {type(query).__name__}")
+        if requested in KEYWORD_MODES:
+            if model is not None:
+                from lantern.semantic.plan import check_model
+
+                check_model(model)
+            return self._keyword_search(query, raw, requested, filters, checked_limit)
+        from lantern.evidence.semantic import search_by_meaning
+        from lantern.semantic.plan import plan_mode
+        from lantern.semantic.sides import CHUNKS
+
+        plan = plan_mode(self._store, CHUNKS, requested, model)
+        if plan.mode in KEYWORD_MODES:
+            return self._keyword_search(query, raw, plan.mode, filters, checked_limit)
+        summary = SearchSummary(plan.mode.value, plan.model)
+        parsed = parse_query(query)
+        if parsed is None:
+            return SearchResults([], summary)
+        hits, missing = search_by_meaning(self._store, plan, query, parsed, filters, checked_limit)
+        return SearchResults(hits, SearchSummary(plan.mode.value, plan.model, missing))
+
+    def _keyword_search(
+        self, query: str, raw: bool, mode: SearchMode, filters: SearchFilters, limit: int
+    ) -> SearchResults:
+        summary = SearchSummary(mode.value)
         prepared: ParsedQuery | str
         if raw:
             if not query.strip():
-                return []
+                return SearchResults([], summary)
             prepared = validation.text("query", query, max_chars=inputs.MAX_RAW_QUERY_CHARS)
         else:
             parsed = parse_query(query)
             if parsed is None:
-                return []
+                return SearchResults([], summary)
             prepared = parsed
-        return search_chunks(self._store, prepared, filters, checked_limit, chosen)
+        return SearchResults(search_chunks(self._store, prepared, filters, limit, mode), summary)
+
+    def embed(
+        self, provider: EmbeddingProvider, *, progress: EmbedProgress | None = None
+    ) -> EmbedReport:
+        """Compute the vectors of `provider`'s model that chunks lack or hold stale, in batches
+        that each commit (`lantern.evidence.vectors`): interrupted, it resumes where it stopped
+        when run again."""
+        from lantern.evidence.vectors import embed_missing
+
+        return embed_missing(self._store, provider, progress=progress)
 
     # --- inspect and remove ---------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from lantern.evidence.reading import SOURCE_BY_URI, StoredSource, batches, to_so
 from lantern.evidence.records import IngestResult, Source, freeze_metadata
 from lantern.evidence.searchtext import search_text
 from lantern.evidence.sourcekinds import detect_kind, language_for, parse_transcript
+from lantern.semantic.storage import chunk_vectors_changed, delete_chunk_vectors
 from lantern.store.ids import chunk_id, source_id
 from lantern.store.models import chunk_entities, chunks, embeddings, sources
 from lantern.store.prepared import Prepared
@@ -77,8 +78,11 @@ class Writes:
         # Deletes first: a new chunk may take the ordinal of a removed one.
         if self.chunk_deletes:
             doomed = [{"b_id": chunk} for chunk in self.chunk_deletes]
-            for links in (chunk_entities, embeddings):
-                conn.execute(delete(links).where(links.c.chunk_id == bindparam("b_id")), doomed)
+            conn.execute(
+                delete(chunk_entities).where(chunk_entities.c.chunk_id == bindparam("b_id")),
+                doomed,
+            )
+            delete_chunk_vectors(conn, self.chunk_deletes)
             conn.execute(delete(chunks).where(chunks.c.id == bindparam("b_id")), doomed)
         _INSERT_SOURCES.execute_many(conn, self.source_inserts)
         if self.source_updates:
@@ -106,6 +110,8 @@ class Writes:
                 self.chunk_updates,
             )
         searchindex.replace(conn, self.search_changes)
+        # Their vectors were computed from the text they were searched by before.
+        delete_chunk_vectors(conn, [chunk for chunk, _text in self.search_changes])
         searchindex.write(conn, self.search_inserts)
         _INSERT_CHUNKS.execute_many(conn, self.chunk_inserts)
 
@@ -305,8 +311,9 @@ def delete_sources(conn: Connection, ids: list[str]) -> int:
     removed = 0
     for batch in batches(ids):
         of_sources = select(chunks.c.id).where(chunks.c.source_id.in_(batch))
-        for links in (chunk_entities, embeddings):
-            conn.execute(delete(links).where(links.c.chunk_id.in_(of_sources)))
+        conn.execute(delete(chunk_entities).where(chunk_entities.c.chunk_id.in_(of_sources)))
+        vectors = conn.execute(delete(embeddings).where(embeddings.c.chunk_id.in_(of_sources)))
+        chunk_vectors_changed(conn, vectors.rowcount)
         conn.execute(delete(chunks).where(chunks.c.source_id.in_(batch)))
         removed += conn.execute(delete(sources).where(sources.c.id.in_(batch))).rowcount
     return removed

@@ -29,6 +29,11 @@ matters:
   or NULL for a record that repeats one that holds it (`lantern.memory.identity`).
 * `duplicate_memories` (warnings): those repeating records, kept from before schema revision
   0006 or from an import; which to keep is the caller's decision.
+* `vectors` (warnings): stored vectors that semantic search cannot use as they are: a length
+  that disagrees with the dimension recorded beside it, or a dimension other than most vectors
+  of the same model have (both are left out of searches), and memory vectors computed from a
+  text other than the record's content now (stale; `lantern embed` computes them again).
+  Vectors are derived data: none of this loses anything the caller stored.
 
 FTS5's `integrity-check` is written as an `INSERT`, so it runs in a write transaction that is
 always rolled back (`Store.probe`): it waits for other writers like one, and never changes the
@@ -41,17 +46,18 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, func, or_, select, text
 from sqlalchemy.exc import DBAPIError
 
 from lantern.errors import NotAStore, StoreIOError
 from lantern.evidence import searchindex
 from lantern.memory import fts as memory_fts
 from lantern.memory import refs as memory_refs
+from lantern.semantic.sides import text_hash
 from lantern.store import migrations
 from lantern.store.engine import Store, translate
 from lantern.store.ids import memory_identity
-from lantern.store.models import Base, memory_records
+from lantern.store.models import Base, embeddings, memory_embeddings, memory_records
 from lantern.store.models import memory_refs as refs_table
 from lantern.validation import JSONObject
 
@@ -66,8 +72,9 @@ CHECKS = (
     "references",
     "memory_identity",
     "duplicate_memories",
+    "vectors",
 )
-WARNING_CHECKS = frozenset({"references", "duplicate_memories"})
+WARNING_CHECKS = frozenset({"references", "duplicate_memories", "vectors"})
 """Checks whose findings are warnings: what the caller stored, not damage."""
 MAX_LISTED = 20
 """Problems listed per check; more are summed up in one last line."""
@@ -79,6 +86,7 @@ _SQLITE_HISTORY_TRIGGERS = ("memory_history_no_update", "memory_history_no_delet
 _POSTGRES_HISTORY_TRIGGERS = ("memory_history_append_only", "memory_history_no_truncate")
 _ROWID_FUNCTION = "lantern_fts_rowid"
 _IDENTITY_REVISION = "0006"
+_VECTORS_REVISION = "0008"
 _IDENTITY_INDEX = "ix_memory_records_identity_hash"
 _BATCH = 1_000
 
@@ -179,6 +187,8 @@ def check(store: Store, *, url: str) -> HealthReport:
             results["references"] = _references(conn)
         if _applied(revision, _IDENTITY_REVISION):
             results["memory_identity"], results["duplicate_memories"] = _identities(conn)
+        if _applied(revision, _VECTORS_REVISION):
+            results["vectors"] = _vectors(conn)
         if not sqlite:
             results["chunk_index"] = _postgres_chunk_index(conn, tables)
             results["memory_index"] = _tsvector(
@@ -193,6 +203,8 @@ def check(store: Store, *, url: str) -> HealthReport:
     for name in ("memory_identity", "duplicate_memories"):
         reason = f"the store is older than revision {_IDENTITY_REVISION} (upgrade it)"
         results.setdefault(name, CheckResult(name, "skipped", (reason,)))
+    reason = f"the store is older than revision {_VECTORS_REVISION} (upgrade it)"
+    results.setdefault("vectors", CheckResult("vectors", "skipped", (reason,)))
     return HealthReport(
         url=url,
         path=store.location.path,
@@ -455,6 +467,68 @@ def _identities(conn: Connection) -> tuple[CheckResult, CheckResult]:
                 "archive, supersede or forget one of them"
             )
     return damaged.result("memory_identity"), repeated.result("duplicate_memories")
+
+
+def _vectors(conn: Connection) -> CheckResult:
+    """Vectors whose size or dimension disagrees with their model's, and memory vectors
+    computed from another text than their record says now."""
+    found = _Findings()
+    sides = (
+        ("memory vector of", memory_embeddings, memory_embeddings.c.memory_id),
+        ("chunk vector of", embeddings, embeddings.c.chunk_id),
+    )
+    for label, table, key in sides:
+        usual: dict[str, tuple[int, int]] = {}
+        grouped = conn.execute(
+            select(table.c.model, table.c.dim, func.count()).group_by(table.c.model, table.c.dim)
+        )
+        for model, dim, count in grouped:
+            best = usual.get(model)
+            if best is None or (count, -dim) > (best[1], -best[0]):
+                usual[model] = (int(dim), int(count))
+        for model, (dim, _count) in sorted(usual.items()):
+            odd = conn.execute(
+                select(key, table.c.dim, func.length(table.c.vector))
+                .where(
+                    table.c.model == model,
+                    or_(table.c.dim != dim, func.length(table.c.vector) != 4 * table.c.dim),
+                )
+                .order_by(key)
+            )
+            for item, stored_dim, length in odd:
+                if length != 4 * stored_dim:
+                    found.add(
+                        f"{label} {item} ({model}) holds {length} bytes, not the {4 * stored_dim} "
+                        f"of {stored_dim} float32 values; searches leave it out "
+                        "(lantern embed computes it again)"
+                    )
+                else:
+                    found.add(
+                        f"{label} {item} ({model}) has {stored_dim} dimensions where that "
+                        f"model's vectors have {dim}; searches leave it out"
+                    )
+    stored = conn.execute(
+        select(
+            memory_embeddings.c.memory_id,
+            memory_embeddings.c.model,
+            memory_embeddings.c.text_hash,
+            memory_records.c.content,
+        )
+        .select_from(
+            memory_embeddings.join(
+                memory_records, memory_records.c.id == memory_embeddings.c.memory_id
+            )
+        )
+        .order_by(memory_embeddings.c.memory_id, memory_embeddings.c.model)
+        .execution_options(yield_per=_BATCH)
+    )
+    for record_id, model, hashed, content in stored:
+        if hashed != text_hash(content):
+            found.add(
+                f"memory vector of {record_id} ({model}) was computed from another text than "
+                "the record's content now: stale (lantern embed computes it again)"
+            )
+    return found.result("vectors")
 
 
 def _tsvector(

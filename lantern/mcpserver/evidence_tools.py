@@ -8,7 +8,7 @@ source, chunk or hit names no record), so a restriction cannot leak through them
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lantern.evidence.records import IngestSummary
 from lantern.mcpserver import outputs
@@ -16,6 +16,7 @@ from lantern.mcpserver.spec import (
     FLAG,
     MODE,
     MODE_HELP,
+    MODEL,
     TIME,
     TIME_HELP,
     Args,
@@ -48,7 +49,17 @@ CHUNK_PAGE = 100
 def _search(lt: Lantern, args: Args) -> ToolOutput:
     fields = dict(args)
     hits = lt.evidence.search(fields.pop("query"), **fields)
-    return ToolOutput({"hits": [hit.to_json() for hit in hits]})
+    data: dict[str, Any] = {"hits": [hit.to_json() for hit in hits]}
+    notes: tuple[str, ...] = ()
+    summary = hits.summary
+    if summary is not None:
+        data["search"] = summary.to_json()
+        if summary.without_vector and summary.model is not None:
+            notes = (
+                f"{summary.without_vector} matching chunks have no vector of {summary.model}; "
+                "semantic search could not compare them",
+            )
+    return ToolOutput(data, notes)
 
 
 def _source_show(lt: Lantern, args: Args) -> ToolOutput:
@@ -95,14 +106,17 @@ EVIDENCE_TOOLS = (
             + '"quoted words" match together, word* a prefix; anything else is literal text. '
             'Returns {"hits": [{"chunk_id", "source_id", "uri", "kind", "ordinal", '
             '"start_offset", "end_offset", "score", "snippet", "mode", "keyword_rank", '
-            '"semantic_rank", "similarity"}]}: score higher for better matches, snippets mark '
-            "matches with « and », mode the ranking the hit came from and keyword_rank its "
-            "place in it (semantic_rank and similarity are null for these modes)."
+            '"semantic_rank", "similarity"}], "search": {"mode", "model", "without_vector"}}: '
+            "score higher for better matches (the fused score in hybrid, the cosine in "
+            "semantic), snippets mark word matches with « and », mode the ranking the hit came "
+            "from, keyword_rank, semantic_rank and similarity its places in the rankings (null "
+            "where a ranking did not place it)."
         ),
         input_schema=arguments(
             {
                 "query": {"type": "string", "description": "Words, or a question."},
                 "mode": MODE,
+                "model": MODEL,
                 "kind": listed(_SOURCE_KIND, "Only sources of these kinds."),
                 "source": listed(
                     {"type": "string", "minLength": 1},

@@ -16,6 +16,7 @@ from lantern.mcpserver.spec import (
     KIND,
     MODE,
     MODE_HELP,
+    MODEL,
     OFFSET,
     PERCENT,
     RECORD_ID,
@@ -118,7 +119,29 @@ def _search(lt: Lantern, args: Args) -> ToolOutput:
     by_relevance = fields.get("order", "relevance") == "relevance"
     page = lt.memory.search(fields.pop("query"), **fields)
     rendered = [match.to_json(explain=explain, by_relevance=by_relevance) for match in page]
-    return _records(page, rendered)
+    return _searched(page, rendered)
+
+
+def _similar(lt: Lantern, args: Args) -> ToolOutput:
+    fields = dict(args)
+    page = lt.memory.similar(fields.pop("id"), **fields)
+    return _searched(page, [match.to_json() for match in page])
+
+
+def _searched(page: Page, rendered: list[dict[str, Any]]) -> ToolOutput:
+    """A search's page, with what the search did, and the CLI's note when some records could
+    not be compared for want of a vector."""
+    data: dict[str, Any] = {"records": rendered, "next_cursor": page.next_cursor}
+    notes: tuple[str, ...] = ()
+    summary = page.summary
+    if summary is not None:
+        data["search"] = summary.to_json()
+        if summary.without_vector and summary.model is not None:
+            notes = (
+                f"{summary.without_vector} matching records have no vector of "
+                f"{summary.model}; semantic search could not compare them",
+            )
+    return ToolOutput(data, notes)
 
 
 # --- schemas -----------------------------------------------------------------------------------
@@ -216,17 +239,19 @@ MEMORY_TOOLS = (
             + MODE_HELP
             + '"quoted words" match together, word* a prefix; nothing else is an operator. '
             "Takes the filters of lantern_memory_list. Returns "
-            '{"records": [...], "next_cursor": ...}, each record followed by score (higher is '
-            "better), mode (the ranking it came from), keyword_rank (its place in it), "
-            "semantic_rank and similarity (null for these modes). order=policy returns the "
-            "matches in the list order instead of by score. Every order pages: give "
-            "next_cursor as after, with the same query, mode, order and filters; null means "
-            "the last page."
+            '{"records": [...], "next_cursor": ..., "search": {"mode", "model", '
+            '"without_vector"}}, each record followed by score (higher is better; the fused '
+            "score in hybrid, the cosine in semantic), mode (the ranking it came from), "
+            "keyword_rank, semantic_rank and similarity (null where that ranking did not "
+            "place it). order=policy returns the matches in the list order instead of by "
+            "score. Every order pages: give next_cursor as after, with the same query, mode, "
+            "model, order and filters; null means the last page."
         ),
         input_schema=arguments(
             {
                 "query": {"type": "string", "description": "Words, or a question."},
                 "mode": MODE,
+                "model": MODEL,
                 "order": {
                     "type": "string",
                     "enum": list(SEARCH_ORDERS),
@@ -239,7 +264,25 @@ MEMORY_TOOLS = (
             "query",
         ),
         run=_search,
-        output_schema=outputs.RECORD_PAGE,
+        output_schema=outputs.SEARCH_PAGE,
+    ),
+    ToolSpec(
+        name="lantern_memory_similar",
+        title="Find memory records similar to one",
+        description=(
+            "The active memory records nearest in meaning to a record (itself left out), "
+            "nearest first: candidates for duplicates or contradictions, which you decide "
+            "about. Compares the embeddings of one model (lantern embed computes them). "
+            'Returns {"records": [...], "next_cursor": null, "search": {"mode", "model", '
+            '"without_vector"}}, each record followed by score and similarity (the cosine, '
+            "1 for the same meaning), mode semantic and semantic_rank."
+        ),
+        input_schema=arguments(
+            {**_ID, "limit": limit(10), "model": MODEL},
+            "id",
+        ),
+        run=_similar,
+        output_schema=outputs.SEARCH_PAGE,
     ),
     ToolSpec(
         name="lantern_memory_show",

@@ -70,6 +70,26 @@ RECORD_PAGE = _object(
 )
 """A listing or a search: `memory list --json --with-cursor`."""
 
+_SEARCH = _object({"mode": _STR, "model": _nullable(_STR), "without_vector": _INT})
+_ORIGIN: dict[str, Schema] = {
+    "mode": _STR,
+    "keyword_rank": _nullable(_INT),
+    "semantic_rank": _nullable(_INT),
+    "similarity": _nullable(_NUMBER),
+}
+
+SEARCH_PAGE = _object(
+    {
+        "records": _array(
+            _object({**RECORD_FIELDS, "explain": _OBJECT, "score": _NUMBER, **_ORIGIN}, "explain")
+        ),
+        "next_cursor": _nullable(_STR),
+        "search": _SEARCH,
+    }
+)
+"""A memory search, or records similar to one: each record with its score and origin, and
+what the search did (`memory search --json --with-cursor`)."""
+
 HISTORY = _object(
     {
         "entries": _array(
@@ -127,9 +147,11 @@ HITS = _object(
                     "end_offset": _OFFSET,
                     "score": _NUMBER,
                     "snippet": _STR,
+                    **_ORIGIN,
                 }
             )
-        )
+        ),
+        "search": _SEARCH,
     }
 )
 

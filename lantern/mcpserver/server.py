@@ -318,8 +318,10 @@ def open_store(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> Calla
             lantern = Lantern.open(db, scopes=scopes, read_only=read_only)
             try:
                 lantern.memory.list(limit=1)
-                lantern.memory.search(_WARM_UP, limit=1)
-                lantern.evidence.search(_WARM_UP, limit=1)
+                # In `any` mode: warming up must not load a model (nor call an embedding
+                # server); vectors load on the first semantic search, once for the server's life.
+                lantern.memory.search(_WARM_UP, limit=1, mode="any")
+                lantern.evidence.search(_WARM_UP, limit=1, mode="any")
                 arguments.prepare(TOOLS)  # jsonschema, loaded here rather than on a first call
             except BaseException:
                 lantern.close()

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
+from lantern.retrieval.modes import SEARCH_MODES
 from lantern.validation import MAX_CONTENT_CHARS, MAX_SCOPE_CHARS, MEMORY_KINDS, STATUS_FILTERS
 
 if TYPE_CHECKING:
@@ -108,16 +108,29 @@ STATUS_FILTER: Schema = {
 MODE: Schema = {
     "type": "string",
     "enum": list(SEARCH_MODES),
-    "default": DEFAULT_MODE.value,
-    "description": "any: any of the words may match, common words ignored, the results that "
-    "share the rarest words first (for questions in plain words); keyword: every word must "
-    "appear (for exact look-ups: an error code, a ticket id, a file name).",
+    "description": "Leave it out for most searches: the default is hybrid (what shares the "
+    "query's rarest words and what is nearest in meaning, fused; any where the store has no "
+    "vectors). keyword: every word must appear (an exact identifier, an error message, a file "
+    "name). any: any of the words, common words ignored. semantic: by meaning alone, for a "
+    "paraphrase that shares no word with what it looks for.",
+}
+MODEL: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "description": "The embedding provider whose vectors semantic and hybrid compare "
+    "(default: the server's LANTERN_EMBED_MODEL, else the store's default, else minilm).",
+}
+SEARCH_SUMMARY: Schema = {
+    "type": "object",
+    "description": "What the search did: mode (the ranking that ran), model (the vectors "
+    "compared; null in keyword and any) and without_vector (matching items the semantic side "
+    "could not compare for want of a vector; lantern embed computes them).",
 }
 MODE_HELP = (
-    "mode any (the default) matches any of the query's words, leaves out common words "
-    "(the, does, what...) and ranks first what shares the rarest ones: ask in plain words. "
-    "mode keyword requires every word: use it for an exact identifier, an error message or "
-    "to narrow a search down. "
+    "Ask in plain words and leave mode out: the default, hybrid, finds both what shares the "
+    "question's rarest words and what says the same in other words (it is any where the store "
+    "has no vectors). Use mode keyword to require every word (an exact identifier, an error "
+    "message, or to narrow a search down), semantic for meaning alone. "
 )
 """When to use which mode, for the search tools' descriptions."""
 MAX_LIMIT = 10_000

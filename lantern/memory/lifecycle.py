@@ -7,7 +7,7 @@ import dataclasses
 from sqlalchemy import delete, select, update
 
 from lantern.errors import Conflict, NotFound, PolicyRefused
-from lantern.memory import fts, history, identity
+from lantern.memory import fts, history, identity, vectors
 from lantern.memory.chains import successor_id
 from lantern.memory.changes import set_status
 from lantern.memory.core import RepositoryCore
@@ -137,6 +137,7 @@ class MemoryLifecycle(RepositoryCore):
                     ],
                 )
             fts.unindex(conn, record_id)
+            vectors.invalidate(conn, record_id)  # a vector says something of the content too
             conn.execute(delete(refs_table).where(refs_table.c.record_id == record_id))
             conn.execute(delete(table).where(table.c.id == record_id))
             identity.release(conn, identity.of(record))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, bindparam, select, union_all
@@ -14,6 +15,7 @@ from lantern.memory import fts, history, refs, search
 from lantern.memory.chains import successor, walk
 from lantern.memory.core import RepositoryCore
 from lantern.memory.cursor import (
+    SearchCursor,
     after_branches,
     branches,
     cursor_for,
@@ -22,7 +24,7 @@ from lantern.memory.cursor import (
     search_cursor_for,
     search_fingerprint,
 )
-from lantern.memory.filters import LIST_ORDER, MemoryFilter
+from lantern.memory.filters import LIST_ORDER, Conditions, MemoryFilter
 from lantern.memory.records import (
     DanglingRef,
     HistoryEntry,
@@ -32,13 +34,27 @@ from lantern.memory.records import (
     Page,
 )
 from lantern.memory.rows import SCORE_COLUMN, fetch, require, row_to_record
-from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES, SearchMode
-from lantern.retrieval.query import parse_query
+from lantern.retrieval.modes import (
+    KEYWORD_MODES,
+    SEARCH_MODES,
+    SEMANTIC_MODES,
+    SearchMode,
+    SearchSummary,
+)
+from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.engine import now
 from lantern.store.models import memory_records as table
 
 # Inside the class, `list` names its method.
 DanglingRefs = list[DanglingRef]
+
+
+@dataclass(frozen=True, slots=True)
+class _KeywordPlan:
+    """A search in a keyword mode: no provider, no model (see `lantern.semantic.plan`)."""
+
+    mode: SearchMode
+    model: None = None
 
 
 class MemoryReads(RepositoryCore):
@@ -194,6 +210,7 @@ class MemoryReads(RepositoryCore):
         query: str,
         *,
         mode: str | None = None,
+        model: str | None = None,
         order: str = "relevance",
         scope: str | Iterable[str] | None = None,
         kind: str | Iterable[str] | None = None,
@@ -213,17 +230,21 @@ class MemoryReads(RepositoryCore):
 
         The query syntax is `lantern.retrieval.query`'s ("phrases", prefix*; nothing in it is
         an operator); a query without a letter or digit finds nothing. `mode` is `keyword`
-        (every word required) or `any` (any word but the common ones; the default,
-        `lantern.retrieval.modes.DEFAULT_MODE`). `order="relevance"` ranks by score, then the
-        list order; `order="policy"` uses the list order among the matches. Either order pages
-        with `offset` or with a cursor (`after`: a previous page's `next_cursor`), which only
+        (every word required), `any` (any word but the common ones), `semantic` (nearest by
+        the embeddings of one model: `model`, else LANTERN_EMBED_MODEL, else the store's
+        default, else `minilm`) or `hybrid` (`any` and `semantic` fused); None, the default,
+        is `hybrid` where semantic search can run and `any` where it cannot
+        (`lantern.retrieval.modes`). `order="relevance"` ranks by score, then the list order;
+        `order="policy"` uses the list order among the matches. Either order pages with
+        `offset` or with a cursor (`after`: a previous page's `next_cursor`), which only
         continues the same query, mode, order and filters (see `lantern.memory.cursor` for
-        what a change to the store between pages does).
+        what a change to the store between pages does). The page's `summary` says which mode
+        ran, with which model, and how many records it could not compare for want of a vector.
         """
         validation.choice("order", order, validation.SEARCH_ORDERS)
-        chosen = DEFAULT_MODE
+        requested = None
         if mode is not None:
-            chosen = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
+            requested = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
         if not isinstance(query, str):
             raise InvalidInput(f"query must be text; got {type(query).__name__}")
         filters = MemoryFilter.build(
@@ -242,22 +263,77 @@ class MemoryReads(RepositoryCore):
         offset = validation.offset(offset)
         if after is not None and offset:
             raise InvalidInput("give either an offset or a cursor (after), not both")
-        fingerprint = search_fingerprint(query, chosen.value, order, filters)
-        position = None if after is None else parse_search_cursor(after, fingerprint, order)
         parsed = parse_query(query)
+        plan = self._plan(requested, model)
+        ran = plan.mode.value if plan.model is None else f"{plan.mode.value}@{plan.model}"
+        fingerprint = search_fingerprint(query, ran, order, filters)
+        position = None if after is None else parse_search_cursor(after, fingerprint, order)
+        summary = SearchSummary(plan.mode.value, plan.model)
         if parsed is None:
-            return Page([])
-        if chosen is SearchMode.ANY:
-            parsed = parsed.any_of()
+            return Page([], summary=summary)
+        conditions = filters.conditions(self._store.dialect, now())
+        if plan.mode in SEMANTIC_MODES:
+            from lantern.memory.semantic import Request, SemanticSearch
+
+            request = Request(
+                plan,
+                query,
+                parsed,
+                order,
+                conditions,
+                filters.status == "all",
+                limit,
+                offset,
+                position,
+                fingerprint,
+            )
+            return SemanticSearch(self, request).run()
+        page = self._keyword_search(
+            parsed if plan.mode is SearchMode.KEYWORD else parsed.any_of(),
+            plan.mode,
+            order,
+            conditions,
+            filters.status == "all",
+            limit,
+            offset,
+            position,
+            fingerprint,
+        )
+        page.summary = summary
+        return page
+
+    def _plan(self, requested: SearchMode | None, model: str | None) -> Any:
+        """The mode to run (`lantern.semantic.plan`); the keyword modes load nothing more."""
+        if requested in KEYWORD_MODES:
+            if model is not None:
+                from lantern.semantic.plan import check_model
+
+                check_model(model)
+            return _KeywordPlan(requested)
+        from lantern.semantic.plan import plan_mode
+        from lantern.semantic.sides import MEMORY
+
+        return plan_mode(self._store, MEMORY, requested, model)
+
+    def _keyword_search(
+        self,
+        parsed: ParsedQuery,
+        mode: SearchMode,
+        order: str,
+        conditions: Conditions,
+        all_statuses: bool,
+        limit: int,
+        offset: int,
+        position: SearchCursor | None,
+        fingerprint: str,
+    ) -> Page:
         dialect = self._store.dialect
-        conditions = filters.conditions(dialect, now())
         values = {
             **conditions.values,
             "match": fts.match_value(dialect, parsed),
             "limit": limit + 1,
             "offset": offset,
         }
-        all_statuses = filters.status == "all"
         by_relevance = order == "relevance"
         if position is not None:
             values.update(after_branches(position.key, all_statuses=all_statuses)[0])
@@ -285,7 +361,7 @@ class MemoryReads(RepositoryCore):
             MemoryMatch(
                 record=row_to_record(row),
                 score=float(row[SCORE_COLUMN]),
-                mode=chosen.value,
+                mode=mode.value,
                 keyword_rank=first_rank + index if by_relevance else int(row[SCORE_COLUMN + 1]),
             )
             for index, row in enumerate(rows, 1)
@@ -297,6 +373,34 @@ class MemoryReads(RepositoryCore):
         last = matches[-1]
         rank, score = (last.keyword_rank, last.score) if by_relevance else (None, None)
         return Page(matches, search_cursor_for(fingerprint, order, last.record, score, rank))
+
+    def similar(
+        self,
+        record_id: str,
+        *,
+        limit: int = 10,
+        model: str | None = None,
+    ) -> Page:
+        """The active records nearest to a record by the embeddings of one model (`model`, else
+        LANTERN_EMBED_MODEL, else the store's default, else `minilm`), the record itself left
+        out, nearest first: `MemoryMatch`es whose `score` and `similarity` are the cosine.
+
+        The record's stored vector of that model is used, or its content embedded now when it
+        has none. What to do with near duplicates is the caller's decision. The page's
+        `summary` counts the active records that have no vector of the model.
+        """
+        from lantern.memory.semantic import similar_records
+        from lantern.semantic.plan import plan_mode
+        from lantern.semantic.sides import MEMORY
+
+        limit = validation.limit(limit)
+        filters = MemoryFilter.build(status="active")
+        with self._store.read() as conn:
+            record = require(conn, record_id, self._scopes)
+        plan = plan_mode(self._store, MEMORY, SearchMode.SEMANTIC, model)
+        conditions = filters.conditions(self._store.dialect, now())
+        fingerprint = search_fingerprint(record.id, f"similar@{plan.model}", "relevance", filters)
+        return similar_records(self, record, plan, conditions, limit, fingerprint)
 
     def check_refs(self) -> DanglingRefs:
         """`source` and `chunk` references that name nothing in the store any more."""

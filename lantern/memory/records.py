@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from lantern.retrieval.modes import SearchSummary
 from lantern.validation import JSONObject
 
 
@@ -145,8 +146,8 @@ class HistoryEntry:
 class MemoryMatch:
     """A memory record found by a search, with its relevance (higher is better) and where it
     came from: the ranking (`mode`), its 1-based place in the keyword ranking, and its place
-    in the semantic ranking and its cosine similarity, None until a semantic ranking exists
-    (see `lantern.retrieval.modes`)."""
+    in the semantic ranking and its cosine similarity, each None where that ranking did not run
+    or did not reach the record (see `lantern.retrieval.modes`)."""
 
     record: MemoryRecord
     score: float
@@ -172,15 +173,23 @@ class MemoryMatch:
 class Page(list[Any]):
     """A list of results that knows where the next page starts (`--after CURSOR`).
 
-    `next_cursor` is None when there is nothing after this page. It is a plain list otherwise,
-    so callers that do not page can ignore the difference.
+    `next_cursor` is None when there is nothing after this page. A search's page also says what
+    the search did (`summary`: the mode it ran in, the model it compared, the records it could
+    not compare for want of a vector); a listing's is None. It is a plain list otherwise, so
+    callers that do not page can ignore the difference.
     """
 
-    __slots__ = ("next_cursor",)
+    __slots__ = ("next_cursor", "summary")
 
-    def __init__(self, items: Sequence[Any] = (), next_cursor: str | None = None) -> None:
+    def __init__(
+        self,
+        items: Sequence[Any] = (),
+        next_cursor: str | None = None,
+        summary: SearchSummary | None = None,
+    ) -> None:
         super().__init__(items)
         self.next_cursor = next_cursor
+        self.summary = summary
 
 
 @dataclass(frozen=True, slots=True)

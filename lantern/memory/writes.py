@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection
 
 from lantern import validation
 from lantern.errors import Conflict, InvalidInput, LanternError, PolicyRefused
-from lantern.memory import fts, history, identity, refs
+from lantern.memory import fts, history, identity, refs, vectors
 from lantern.memory.chains import check_supersedable, successor_id
 from lantern.memory.changes import insert_new, insert_records, plain_refs, retire, set_fields
 from lantern.memory.core import RepositoryCore
@@ -22,6 +24,11 @@ from lantern.memory.records import MemoryRecord, freeze_refs
 from lantern.memory.rows import require
 from lantern.store.engine import now
 from lantern.store.ids import memory_id, memory_identity
+
+if TYPE_CHECKING:
+    from lantern.embeddings.provider import EmbeddingProvider
+    from lantern.semantic.backfill import EmbedReport
+    from lantern.semantic.backfill import Progress as EmbedProgress
 
 
 class MemoryWrites(RepositoryCore):
@@ -97,6 +104,7 @@ class MemoryWrites(RepositoryCore):
             source_refs=source_refs,
         )
         self._scopes.check_write(record.scope)
+        pending = vectors.on_write(self._store, [record.content])
         with self._write() as conn:
             old = None
             if supersedes_id is not None:
@@ -118,6 +126,7 @@ class MemoryWrites(RepositoryCore):
                 return stored, False
             if old is not None:
                 retire(conn, old, stored.id, at)
+            vectors.store_pending(conn, pending, [stored])
             return stored, True
 
     def add_many(
@@ -154,6 +163,7 @@ class MemoryWrites(RepositoryCore):
                 self._scopes.check_write(built[-1].scope)
             except PolicyRefused as exc:
                 raise PolicyRefused(f"record {position}: {exc.message}") from exc
+        pending = vectors.on_write(self._store, [record.content for record in built])
         with self._write() as conn:
             if not allow_dangling:
                 refs.require_resolvable(
@@ -180,6 +190,7 @@ class MemoryWrites(RepositoryCore):
                 created = record.id in inserted
                 inserted.discard(record.id)  # a repeat within the input is not created twice
                 results.append((stored[record.id], created))
+            vectors.store_pending(conn, pending, [stored for stored, made in results if made])
             return results
 
     def update(
@@ -203,21 +214,7 @@ class MemoryWrites(RepositoryCore):
         another stored record already says is refused. The record's identity follows its new
         content; its id does not change.
         """
-        changes: dict[str, Any] = {}
-        if content is not None:
-            changes["content"] = validation.content(content)
-        if priority is not None:
-            changes["priority"] = validation.percent("priority", priority)
-        if urgency is not None:
-            changes["urgency"] = validation.percent("urgency", urgency)
-        if confidence is not None:
-            changes["confidence"] = validation.confidence(confidence)
-        if expires_at is not None and clear_expiry:
-            raise InvalidInput("give either an expiry time or no expiry, not both")
-        if expires_at is not None:
-            changes["expires_at"] = validation.timestamp("expires_at", expires_at)
-        if clear_expiry:
-            changes["expires_at"] = None
+        changes = _field_changes(content, priority, urgency, confidence, expires_at, clear_expiry)
         adding = validation.source_refs(add_refs)
         removing = validation.source_refs(remove_refs)
         if not changes and not adding and not removing:
@@ -226,6 +223,9 @@ class MemoryWrites(RepositoryCore):
                 "or references to add or remove"
             )
         at = now()
+        pending = None
+        if "content" in changes:
+            pending = vectors.on_write(self._store, [changes["content"]])
         with self._write() as conn:
             record = require(conn, record_id, self._scopes, for_update=True)
             if record.status == "superseded":
@@ -256,6 +256,10 @@ class MemoryWrites(RepositoryCore):
                 identity.release(conn, said)
             if "content" in after:
                 fts.reindex(conn, record_id, revised.content)
+                # Its vectors were of the old text: removed, and computed again if the store
+                # embeds on write.
+                vectors.invalidate(conn, record_id)
+                vectors.store_pending(conn, pending, [revised])
             if "source_refs" in after:
                 refs.replace(conn, record_id, revised.source_refs)
             history.append(
@@ -300,6 +304,14 @@ class MemoryWrites(RepositoryCore):
         if given["scope"] is not None:
             self._scopes.check_write(given["scope"])
         at = now()
+        new_content = given["content"]
+
+        def contents(conn: Connection) -> list[str]:
+            if new_content is not None:
+                return [new_content]
+            return [require(conn, old_id, self._scopes).content]
+
+        pending = vectors.on_write(self._store, contents)
         with self._write() as conn:
             old = require(conn, old_id, self._scopes, for_update=True)
             check_supersedable(conn, old, self._scopes)
@@ -330,7 +342,16 @@ class MemoryWrites(RepositoryCore):
             if not created:
                 raise _identical(stored, old)
             retire(conn, old, stored.id, at)
+            vectors.store_pending(conn, pending, [stored])
             return stored
+
+    def embed(
+        self, provider: EmbeddingProvider, *, progress: EmbedProgress | None = None
+    ) -> EmbedReport:
+        """Compute the vectors of `provider`'s model that records lack or hold stale (their
+        content changed since), in batches that each commit (`lantern.memory.vectors`):
+        interrupted, it resumes where it stopped when run again."""
+        return vectors.embed_missing(self._store, provider, progress=progress)
 
 
 _ADD_FIELDS = frozenset(
@@ -346,6 +367,33 @@ _ADD_FIELDS = frozenset(
         "source_refs",
     }
 )
+
+
+def _field_changes(
+    content: str | None,
+    priority: int | None,
+    urgency: int | None,
+    confidence: float | None,
+    expires_at: int | str | None,
+    clear_expiry: bool,
+) -> dict[str, Any]:
+    """The fields an update asks for, validated."""
+    changes: dict[str, Any] = {}
+    if content is not None:
+        changes["content"] = validation.content(content)
+    if priority is not None:
+        changes["priority"] = validation.percent("priority", priority)
+    if urgency is not None:
+        changes["urgency"] = validation.percent("urgency", urgency)
+    if confidence is not None:
+        changes["confidence"] = validation.confidence(confidence)
+    if expires_at is not None and clear_expiry:
+        raise InvalidInput("give either an expiry time or no expiry, not both")
+    if expires_at is not None:
+        changes["expires_at"] = validation.timestamp("expires_at", expires_at)
+    if clear_expiry:
+        changes["expires_at"] = None
+    return changes
 
 
 def _identical(stored: MemoryRecord, old: MemoryRecord) -> LanternError:

@@ -5,18 +5,32 @@
 * `any`: any of the query's words may appear (OR), after the common English words of
   `lantern.retrieval.stopwords` are dropped, ranked by relevance, so a question asked in
   natural language ranks first what shares its most informative words.
+* `semantic`: the nearest neighbours of the query by cosine similarity of embeddings of one
+  model; what has no vector of that model cannot be found, and is counted.
+* `hybrid`: the `any` ranking and the `semantic` ranking fused by reciprocal rank fusion
+  (`lantern.retrieval.fusion`), so that an exact identifier and a paraphrase both surface.
 
-Each hit says which ranking it came from (`mode`), its place in the keyword ranking
-(`keyword_rank`), and, for the rankings that embeddings will add, `semantic_rank` and
-`similarity` (null until then). Those fields are what a fused ranking needs, so a mode that
-merges two ranked lists can be added beside these without changing a hit's shape.
+The default, for every surface, is `hybrid` where semantic search can run, and `any` where it
+cannot (no embedding extra, or no vector of the model in the store): a question in natural
+language finds its answer without the caller naming a mode. Each hit says which ranking it came
+from (`mode`), its place in the keyword ranking (`keyword_rank`), its place in the semantic
+ranking (`semantic_rank`) and its cosine similarity (`similarity`), each None where that
+ranking did not run or did not reach it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["DEFAULT_MODE", "SEARCH_MODES", "SearchMode"]
+__all__ = [
+    "DEFAULT_MODE",
+    "KEYWORD_MODES",
+    "SEARCH_MODES",
+    "SEMANTIC_MODES",
+    "SearchMode",
+    "SearchSummary",
+]
 
 
 class SearchMode(StrEnum):
@@ -24,10 +38,34 @@ class SearchMode(StrEnum):
 
     KEYWORD = "keyword"
     ANY = "any"
+    SEMANTIC = "semantic"
+    HYBRID = "hybrid"
 
 
 SEARCH_MODES: tuple[str, ...] = tuple(mode.value for mode in SearchMode)
 """The mode names, in the order help texts list them."""
 
-DEFAULT_MODE = SearchMode.ANY
-"""The mode of a search that names none: the same for the CLI, the API and the MCP tools."""
+KEYWORD_MODES = frozenset({SearchMode.KEYWORD, SearchMode.ANY})
+"""The modes that need no embeddings."""
+SEMANTIC_MODES = frozenset({SearchMode.SEMANTIC, SearchMode.HYBRID})
+"""The modes that compare vectors."""
+
+DEFAULT_MODE = SearchMode.HYBRID
+"""The mode of a search that names none, where semantic search can run (else `any`): the same
+for the CLI, the API and the MCP tools."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSummary:
+    """What a search did, beside its hits: the mode it ran in (the default's `hybrid`, or `any`
+    where semantic search could not run), the model whose vectors it compared (None in
+    `keyword` and `any`), and how many of the records or chunks it could have returned have no
+    vector of that model, so that semantic search could not find them (`without_vector`)."""
+
+    mode: str
+    model: str | None = None
+    without_vector: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        """`{"mode", "model", "without_vector"}`."""
+        return {"mode": self.mode, "model": self.model, "without_vector": self.without_vector}

@@ -129,9 +129,12 @@ class ChunkEntity(Base):
 
 
 class Embedding(Base):
-    """A chunk's vector as little-endian float32 (legacy generation 2); kept, never computed."""
+    """A chunk's vector as little-endian float32 (legacy generation 2): one per chunk, of the
+    model that made it. Vectors of older stores are used as they are (revision 0008 only adds
+    the index on `model`); `lantern embed` computes the missing ones."""
 
     __tablename__ = "embeddings"
+    __table_args__ = (Index("ix_embeddings_model", "model"),)
 
     chunk_id: Mapped[str] = mapped_column(
         ForeignKey("chunks.id", ondelete="CASCADE"), primary_key=True
@@ -232,6 +235,38 @@ class MemoryRef(Base):
     ref_id: Mapped[str] = mapped_column(Text, primary_key=True)
 
 
+class MemoryEmbedding(Base):
+    """A memory record's vector of one model (revision 0008), as little-endian float32.
+
+    `text_hash` is the sha256 of the text it was computed from (the record's content): a vector
+    whose record says something else now is stale. Derived data: removed with its record, and
+    when the record's content changes, in the same transaction.
+    """
+
+    __tablename__ = "memory_embeddings"
+    __table_args__ = (Index("ix_memory_embeddings_model", "model"),)
+
+    memory_id: Mapped[str] = mapped_column(
+        ForeignKey("memory_records.id", ondelete="CASCADE"), primary_key=True
+    )
+    model: Mapped[str] = mapped_column(Text, primary_key=True)
+    dim: Mapped[int] = mapped_column(Integer)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    text_hash: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[int] = mapped_column(UnixTime)
+
+
+class StoreSetting(Base):
+    """A setting of the store (revision 0008): its default embedding provider, whether writes
+    embed, and the tokens that tell a process whether the vectors it holds are current
+    (`lantern.store.settings`)."""
+
+    __tablename__ = "store_settings"
+
+    key: Mapped[str] = mapped_column(Text, primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
 def _table(model: type[Base]) -> Table:
     return cast(Table, model.__table__)
 
@@ -245,3 +280,5 @@ embeddings = _table(Embedding)
 memory_records = _table(MemoryRecord)
 memory_history = _table(MemoryHistory)
 memory_refs = _table(MemoryRef)
+memory_embeddings = _table(MemoryEmbedding)
+store_settings = _table(StoreSetting)

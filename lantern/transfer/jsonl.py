@@ -50,6 +50,7 @@ from lantern.memory import history, identity
 from lantern.memory import refs as memory_refs
 from lantern.memory.filters import scope_clause
 from lantern.memory.rows import row_to_record
+from lantern.semantic.storage import chunk_vectors_changed
 from lantern.store.engine import Store
 from lantern.store.ids import memory_identity
 from lantern.store.models import (
@@ -504,6 +505,7 @@ class _Importer:
         present = self._present(embeddings.c.chunk_id, (v["chunk_id"] for v in candidates))
         new = [values for values in candidates if values["chunk_id"] not in present]
         self._insert(embeddings, new)
+        chunk_vectors_changed(self.conn, len(new))
         self._count("embedding", len(new), len(batch))
 
     def _known(self, record_id: str) -> bool:

@@ -1,0 +1,68 @@
+"""`lantern embed`: compute the missing and stale vectors of memory records and chunks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from lantern.cli.context import open_lantern
+from lantern.cli.output import MODEL_HELP, ProgressBar, emit_json, json_option
+
+if TYPE_CHECKING:
+    from lantern.semantic.backfill import EmbedReport
+
+_LABELS = {"memory": "Embedding memory records", "sources": "Embedding chunks"}
+
+
+@click.command("embed")
+@click.option("--memory", "memory_only", is_flag=True, help="Memory records only.")
+@click.option("--sources", "sources_only", is_flag=True, help="Sources' chunks only.")
+@click.option("--model", metavar="NAME", help=MODEL_HELP)
+@json_option
+@click.pass_context
+def embed(
+    ctx: click.Context, memory_only: bool, sources_only: bool, model: str | None, as_json: bool
+) -> None:
+    """Compute the vectors that semantic and hybrid search compare: for every memory record
+    and chunk that has none of the model's, or a stale one (its text changed, another model).
+
+    Both kinds unless --memory or --sources says one. It works in batches that commit one by
+    one: interrupt it at will, and run it again to resume. A progress bar shows on a terminal.
+    To embed at write time from now on: lantern db settings --embed-on-write. Examples:
+
+        lantern embed
+
+        lantern embed --memory --model hashing --json
+    """
+    both = memory_only == sources_only
+    bars = {side: ProgressBar(label) for side, label in _LABELS.items()}
+
+    def progress(side: str, done: int, total: int) -> None:
+        if bars[side].enabled:
+            bars[side].update(done, total)
+
+    lantern = open_lantern(ctx)
+    try:
+        summary = lantern.embed(
+            memory=both or memory_only,
+            sources=both or sources_only,
+            model=model,
+            progress=progress,
+        )
+    finally:
+        for bar in bars.values():
+            bar.__exit__(None, None, None)
+    if as_json:
+        emit_json(summary.to_json())
+        return
+    parts = [
+        _line(name, report)
+        for name, report in (("memory records", summary.memory), ("chunks", summary.sources))
+        if report is not None
+    ]
+    click.echo(f"{'; '.join(parts)}; model {summary.model}, {summary.seconds:.2f} s")
+
+
+def _line(name: str, report: EmbedReport) -> str:
+    return f"{name}: {report.embedded} embedded, {report.unchanged} unchanged"

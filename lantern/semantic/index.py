@@ -1,0 +1,224 @@
+"""A side's vectors of one model as one float32 matrix, kept for the life of the process.
+
+Loading a million vectors takes seconds and searching them milliseconds, so a long-lived
+process (the MCP server, a Python caller) loads them once: the matrix is cached per store,
+side and model beside the side's token (`lantern.store.settings`), and a search reads that
+token, one look-up by key, to know whether the matrix is still what the store holds. Every
+write of vectors replaces the token in its transaction, so a reload happens after a change and
+never otherwise. The matrix and the token are read in one transaction, a consistent snapshot.
+
+Rows are scaled to unit length when loaded (older stores' vectors may not be), so a product
+with a unit query is a cosine. A vector that cannot be used (a length that disagrees with its
+dimension, a dimension other than most of its model's, a value that is not finite) is left out
+and counted (`unusable`); `lantern db check` names them.
+
+The nearest rows are found in rounds (`rounds`): the best `first` rows by a partial sort, then
+four times as many, and so on, each round strictly below the last, so that a caller who filters
+the rows (by scope, kind, status...) looks only as deep as its filters make it, and sees the
+rows in order: score, higher first, then position.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, bindparam, func, select
+
+from lantern.semantic.sides import Side
+from lantern.store import settings
+from lantern.store.engine import Store
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+_MAX_CACHED = 8
+"""Matrices kept at once (per store, side and model); the least recently used goes first."""
+_FETCH = 10_000
+"""Rows read from the cursor at a time while loading."""
+_SAMPLE = 100
+"""Vectors whose dimensions decide which dimension a model's vectors have."""
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A side's usable vectors of one model, as of `token`."""
+
+    model: str
+    token: str | None
+    ids: list[str]
+    """What each row belongs to: a memory record's id, or a chunk's."""
+    matrix: NDArray[np.float32]
+    """(len(ids), dim), rows of unit length (or zeros)."""
+    dim: int
+    unusable: int
+    positions: dict[str, int] = field(default_factory=dict, compare=False)
+    """Row of each id, filled on first use (`row_of`)."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def row_of(self, item_id: str) -> int | None:
+        """The row holding this id's vector, or None."""
+        if not self.positions and self.ids:
+            with _lock:
+                if not self.positions:
+                    self.positions.update((item, row) for row, item in enumerate(self.ids))
+        return self.positions.get(item_id)
+
+
+_cache: OrderedDict[tuple[str, str, str], Loaded] = OrderedDict()
+_lock = threading.RLock()
+
+
+def any_vectors(store: Store, side: Side) -> bool:
+    """Whether the store holds any vector at all on this side, of any model: one look-up, so
+    that a store without vectors does not even look for a provider (the registry of installed
+    packages takes a tenth of a second to read)."""
+    with store.read() as conn:
+        return conn.execute(select(side.key).limit(1)).first() is not None
+
+
+def has_vectors(store: Store, side: Side, model: str) -> bool:
+    """Whether the store holds any vector of `model` on this side: one indexed look-up, and no
+    numpy, so that a store without vectors pays nothing for semantic search."""
+    cached = _cache.get(_key(store, side, model))
+    with store.read() as conn:
+        current = None if cached is None else settings.token(conn, side.token)
+        if cached is not None and current is not None and current == cached.token:
+            return len(cached) > 0
+        statement = select(side.key).where(side.table.c.model == bindparam("model")).limit(1)
+        return conn.execute(statement, {"model": model}).first() is not None
+
+
+def load(store: Store, side: Side, model: str) -> Loaded:
+    """The usable vectors of `model` on this side, from the cache while its token holds."""
+    key = _key(store, side, model)
+    with _lock:
+        cached = _cache.get(key)
+        with store.read() as conn:
+            current = settings.token(conn, side.token)
+            if cached is not None and current is not None and cached.token == current:
+                _cache.move_to_end(key)
+                return cached
+            _cache.pop(key, None)  # let the old matrix go before the new one is built
+            loaded = _read(conn, side, model, current)
+        _cache[key] = loaded
+        while len(_cache) > _MAX_CACHED:
+            _cache.popitem(last=False)
+        return loaded
+
+
+def forget_cached() -> None:
+    """Drop every cached matrix (a test, or a caller that wants the memory back)."""
+    with _lock:
+        _cache.clear()
+
+
+def _key(store: Store, side: Side, model: str) -> tuple[str, str, str]:
+    return (store.location.url, side.name, model)
+
+
+def _read(conn: Connection, side: Side, model: str, token: str | None) -> Loaded:
+    import numpy as np
+
+    from lantern.embeddings.vectors import normalise_rows
+
+    table = side.table
+    of_model = table.c.model == bindparam("model")
+    # Counted on the index alone; the dimension is the commonest of a sample (reading every
+    # row's dimension would read every vector twice).
+    total = int(
+        conn.execute(
+            select(func.count()).select_from(table).where(of_model), {"model": model}
+        ).scalar_one()
+    )
+    sample = conn.execute(
+        select(table.c.dim).where(of_model).limit(_SAMPLE), {"model": model}
+    ).scalars()
+    dims = Counter(int(dim) for dim in sample)
+    dim = max(dims, key=lambda d: (dims[d], -d)) if dims else 0
+    if dim <= 0:
+        return Loaded(model, token, [], np.zeros((0, 0), dtype=np.float32), 0, total)
+    usable = select(side.key, table.c.vector).where(
+        table.c.model == bindparam("model"),
+        table.c.dim == bindparam("dim"),
+        func.length(table.c.vector) == bindparam("length"),
+    )
+    params = {"model": model, "dim": dim, "length": 4 * dim}
+    expected = total
+    matrix = np.empty((expected, dim), dtype=np.float32)
+    ids: list[str] = []
+    for rows in _batches(conn, usable, params):
+        start = len(ids)
+        if start + len(rows) > expected:  # cannot happen in one snapshot; kept safe anyway
+            matrix = np.concatenate([matrix, np.empty((len(rows), dim), np.float32)])
+            expected = matrix.shape[0]
+        ids.extend(row[0] for row in rows)
+        block = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype="<f4")
+        matrix[start : len(ids)] = block.reshape(len(rows), dim)
+    matrix = matrix[: len(ids)]
+    finite = np.isfinite(matrix).all(axis=1)
+    unusable = total - len(ids)
+    if not finite.all():
+        unusable += int((~finite).sum())
+        keep = np.flatnonzero(finite)
+        matrix = matrix[keep]
+        ids = [ids[i] for i in keep]
+    for start in range(0, len(ids), _FETCH):  # in place, a block at a time
+        matrix[start : start + _FETCH] = normalise_rows(matrix[start : start + _FETCH])
+    return Loaded(model, token, ids, matrix, dim, unusable)
+
+
+def _batches(conn: Connection, statement: Any, params: dict[str, Any]) -> Iterator[list[Any]]:
+    """The statement's rows, `_FETCH` at a time, without holding them all."""
+    if conn.dialect.name == "sqlite":
+        from lantern.store.prepared import Prepared, driver_of
+
+        sql, values = Prepared(statement).explainable(conn.dialect, params)
+        cursor = driver_of(conn).execute(sql, values)
+        while rows := cursor.fetchmany(_FETCH):
+            yield rows
+        return
+    result = conn.execution_options(stream_results=True, yield_per=_FETCH).execute(
+        statement, params
+    )
+    for partition in result.partitions():
+        yield list(partition)
+
+
+def scores(loaded: Loaded, query: NDArray[np.float32]) -> NDArray[np.float32]:
+    """The cosine of a unit-length query with every row."""
+    result: NDArray[np.float32] = loaded.matrix @ query
+    return result
+
+
+def rounds(values: NDArray[np.float32], first: int) -> Iterator[NDArray[Any]]:
+    """Row positions, best score first (ties: lower position first), in rounds of about
+    `first`, then four times as many each time, each round scoring strictly below the last."""
+    import numpy as np
+
+    n = int(values.shape[0])
+    size = max(1, first)
+    upper: Any = None
+    while n:
+        if size >= n:
+            rest = np.arange(n) if upper is None else np.flatnonzero(values < upper)
+            yield _ordered(rest, values)
+            return
+        kth = np.partition(values, n - size)[n - size]
+        mask = values >= kth if upper is None else (values >= kth) & (values < upper)
+        yield _ordered(np.flatnonzero(mask), values)
+        upper = kth
+        size *= 4
+
+
+def _ordered(rows: NDArray[Any], values: NDArray[np.float32]) -> NDArray[Any]:
+    import numpy as np
+
+    order: NDArray[Any] = rows[np.lexsort((rows, -values[rows]))]
+    return order
