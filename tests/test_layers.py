@@ -23,16 +23,30 @@ ALLOWED: dict[str, set[str]] = {
     "lantern.retrieval": set(),
     "lantern.embeddings": LEAVES,
     "lantern.store": LEAVES,
-    "lantern.memory": LEAVES | {"lantern.store", "lantern.retrieval"},
-    "lantern.evidence": LEAVES | {"lantern.store", "lantern.retrieval"},
+    "lantern.entities": LEAVES | {"lantern.store"},
+    "lantern.memory": LEAVES | {"lantern.store", "lantern.retrieval", "lantern.entities"},
+    "lantern.evidence": LEAVES | {"lantern.store", "lantern.retrieval", "lantern.entities"},
     "lantern.maintenance": LEAVES
-    | {"lantern.store", "lantern.retrieval", "lantern.memory", "lantern.evidence"},
+    | {
+        "lantern.store",
+        "lantern.retrieval",
+        "lantern.entities",
+        "lantern.memory",
+        "lantern.evidence",
+    },
     "lantern.transfer": LEAVES
-    | {"lantern.store", "lantern.retrieval", "lantern.memory", "lantern.evidence"},
+    | {
+        "lantern.store",
+        "lantern.retrieval",
+        "lantern.entities",
+        "lantern.memory",
+        "lantern.evidence",
+    },
     "lantern.api": LEAVES
     | {
         "lantern.store",
         "lantern.retrieval",
+        "lantern.entities",
         "lantern.memory",
         "lantern.evidence",
         "lantern.maintenance",
