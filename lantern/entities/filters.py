@@ -1,4 +1,4 @@
-""""Linked to any of these entities", as a condition on chunks or on memory records.
+""" "Linked to any of these entities", as a condition on chunks or on memory records.
 
 Evidence search and memory listings add these to their own statements; the entity ids are
 bound by name, so a statement compiled for one set of entities serves any other of the same

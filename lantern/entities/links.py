@@ -59,7 +59,9 @@ def ensure_counted(
     present: set[str] = set()
     for start in range(0, len(distinct), _BATCH):
         batch = [e.id for e in distinct[start : start + _BATCH]]
-        present.update(conn.execute(select(entities.c.id).where(entities.c.id.in_(batch))).scalars())
+        present.update(
+            conn.execute(select(entities.c.id).where(entities.c.id.in_(batch))).scalars()
+        )
     for entity in distinct:
         if entity.id not in present:
             # Same kind and name under an id of another making (a legacy row).
@@ -89,7 +91,9 @@ def mark_scanned(conn: Connection, chunk_ids: Sequence[str], extractor: int) -> 
         return
     ids = list(dict.fromkeys(chunk_ids))
     for start in range(0, len(ids), _BATCH):
-        conn.execute(delete(entity_scans).where(entity_scans.c.chunk_id.in_(ids[start : start + _BATCH])))
+        conn.execute(
+            delete(entity_scans).where(entity_scans.c.chunk_id.in_(ids[start : start + _BATCH]))
+        )
     conn.execute(
         entity_scans.insert(), [{"chunk_id": chunk, "extractor": extractor} for chunk in ids]
     )
@@ -197,7 +201,9 @@ def lookup(conn: Connection, keys: Sequence[EntityName | str]) -> dict[EntityNam
         conditions.append(
             tuple_(entities.c.kind, entities.c.name).in_([(n.kind, n.name) for n in names])
         )
-    rows = conn.execute(select(entities.c.id, entities.c.name, entities.c.kind).where(or_(*conditions)))
+    rows = conn.execute(
+        select(entities.c.id, entities.c.name, entities.c.kind).where(or_(*conditions))
+    )
     for row in rows:
         ref = EntityRef(row.id, row.name, row.kind)
         if row.id in by_id:

@@ -165,7 +165,7 @@ _CVE = re.compile(r"cve-(\d{4})-(\d{4,7})", re.IGNORECASE)
 
 def _url(text: str) -> str | None:
     found = _URL.fullmatch(text)
-    if found is None or not found["host"] and found["scheme"].lower() != "file":
+    if found is None or (not found["host"] and found["scheme"].lower() != "file"):
         return None
     return f"{found['scheme'].lower()}://{found['host'].lower()}{found['rest']}"
 

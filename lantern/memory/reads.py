@@ -9,6 +9,8 @@ from typing import Any
 from sqlalchemy import Select, bindparam, select, union_all
 
 from lantern import validation
+from lantern.entities import links as entity_links
+from lantern.entities.records import EntityRef
 from lantern.errors import InvalidInput
 from lantern.memory import fts, history, refs, search
 from lantern.memory.chains import successor, walk
@@ -39,6 +41,7 @@ from lantern.store.models import memory_records as table
 
 # Inside the class, `list` names its method.
 DanglingRefs = list[DanglingRef]
+EntityRefs = list[EntityRef]
 
 
 class MemoryReads(RepositoryCore):
@@ -95,11 +98,14 @@ class MemoryReads(RepositoryCore):
         updated_before: int | str | None = None,
         cites: Any = None,
         after: str | None = None,
+        entity: Any = None,
     ) -> Page:
         """Records in the documented order (see LIST_ORDER), filtered by visible fields only.
 
         `scope` entries ending in `*` match by prefix. `cites` takes references (`TYPE:ID`) and
-        keeps records citing any of them. `after` continues from a page's `next_cursor`.
+        keeps records citing any of them; `entity` takes entities (`KIND:NAME` or an entity
+        id) and keeps records linked to any of them. `after` continues from a page's
+        `next_cursor`.
         """
         filters = MemoryFilter.build(
             scope=scope,
@@ -112,6 +118,7 @@ class MemoryReads(RepositoryCore):
             updated_before=updated_before,
             cites=cites,
             include_expired=include_expired,
+            entity=entity,
         )
         return self._page(filters, limit=limit, offset=offset, after=after)
 
@@ -208,6 +215,7 @@ class MemoryReads(RepositoryCore):
         updated_before: int | str | None = None,
         cites: Any = None,
         after: str | None = None,
+        entity: Any = None,
     ) -> Page:
         """Search over content: `MemoryMatch`es (record, score, higher is better, and origin).
 
@@ -237,6 +245,7 @@ class MemoryReads(RepositoryCore):
             updated_before=updated_before,
             cites=cites,
             include_expired=include_expired,
+            entity=entity,
         )
         limit = validation.limit(limit)
         offset = validation.offset(offset)
@@ -297,6 +306,12 @@ class MemoryReads(RepositoryCore):
         last = matches[-1]
         rank, score = (last.keyword_rank, last.score) if by_relevance else (None, None)
         return Page(matches, search_cursor_for(fingerprint, order, last.record, score, rank))
+
+    def entities(self, record_id: str) -> EntityRefs:
+        """The entities a record is linked to, by kind, then name (`memory show`)."""
+        with self._store.read() as conn:
+            require(conn, record_id, self._scopes)
+            return entity_links.of_record(conn, record_id)
 
     def check_refs(self) -> DanglingRefs:
         """`source` and `chunk` references that name nothing in the store any more."""
