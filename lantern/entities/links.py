@@ -18,6 +18,7 @@ from sqlalchemy import Connection, bindparam, delete, exists, or_, select, tuple
 
 from lantern.entities.names import EntityName
 from lantern.entities.records import EntityRef
+from lantern.errors import NotFound
 from lantern.store.dialect import insert_ignoring_conflicts
 from lantern.store.models import chunk_entities, entities, entity_scans, memory_entities
 from lantern.store.prepared import Prepared
@@ -83,6 +84,17 @@ def link_records(conn: Connection, links: Sequence[tuple[str, str]]) -> int:
     """Add `(record_id, entity_id)` links, skipping those that exist; how many were added."""
     rows = [{"record_id": record, "entity_id": entity} for record, entity in dict.fromkeys(links)]
     return _insert_new(conn, memory_entities, rows)
+
+
+def link_found(
+    conn: Connection, found: Sequence[tuple[str, EntityName]], scanned: Sequence[str], version: int
+) -> tuple[int, int]:
+    """Link chunks to the entities found in them, and mark `scanned` as read by this version
+    of the extractor; `(links added, entities added)`."""
+    ids, entities_added = ensure_counted(conn, (entity for _chunk, entity in found))
+    added = link_chunks(conn, [(chunk, ids[entity]) for chunk, entity in found])
+    mark_scanned(conn, scanned, version)
+    return added, entities_added
 
 
 def mark_scanned(conn: Connection, chunk_ids: Sequence[str], extractor: int) -> None:
@@ -212,3 +224,25 @@ def lookup(conn: Connection, keys: Sequence[EntityName | str]) -> dict[EntityNam
             if (name.kind, name.name) == (row.kind, row.name):
                 found.setdefault(name, ref)
     return found
+
+
+def resolve(conn: Connection, keys: Sequence[EntityName | str]) -> list[EntityName]:
+    """Entities to link: names as given, ids as the stored entities they name (`NotFound`
+    for an id that names none), repeats dropped."""
+    ids = [key for key in keys if isinstance(key, str)]
+    found = lookup(conn, ids) if ids else {}
+    resolved: list[EntityName] = []
+    for key in keys:
+        if isinstance(key, str):
+            ref = found.get(key)
+            if ref is None:
+                raise NotFound(f"no entity with id {key!r}")
+            resolved.append(EntityName(ref.kind, ref.name))
+        else:
+            resolved.append(key)
+    return list(dict.fromkeys(resolved))
+
+
+def missing(key: EntityName | str) -> NotFound:
+    """The error for an entity that is not stored."""
+    return NotFound(f"no entity with id {key!r}" if isinstance(key, str) else f"no entity {key}")

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, text, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from lantern.entities import links as entity_links
 from lantern.entities.extraction import EXTRACTOR_VERSION, extract
@@ -30,12 +30,11 @@ from lantern.evidence.reading import SOURCE_BY_URI, StoredSource, batches, to_so
 from lantern.evidence.records import IngestResult, Source, freeze_metadata
 from lantern.evidence.searchtext import search_text
 from lantern.evidence.sourcekinds import detect_kind, language_for, parse_transcript
+from lantern.store.dialect import serialize_writers
 from lantern.store.ids import chunk_id, source_id
 from lantern.store.models import chunk_entities, chunks, embeddings, entity_scans, sources
 from lantern.store.prepared import Prepared
 from lantern.validation import canonical_json
-
-_WRITER_LOCK = 7460771115  # PostgreSQL advisory lock: evidence writers take turns, as on SQLite
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,19 +117,9 @@ class Writes:
         searchindex.replace(conn, self.search_changes)
         searchindex.write(conn, self.search_inserts)
         _INSERT_CHUNKS.execute_many(conn, self.chunk_inserts)
-        link_mentions(conn, self.mentions, [row["id"] for row in self.chunk_inserts])
+        inserted = [row["id"] for row in self.chunk_inserts]
+        entity_links.link_found(conn, self.mentions, inserted, EXTRACTOR_VERSION)
         entity_links.prune(conn, named)
-
-
-def link_mentions(
-    conn: Connection, mentions: list[tuple[str, EntityName]], scanned: list[str]
-) -> tuple[int, int]:
-    """Link chunks to the entities they mention and mark `scanned` as read by this version of
-    the extractor; `(links added, entities added)`."""
-    ids, entities_added = entity_links.ensure_counted(conn, (entity for _c, entity in mentions))
-    added = entity_links.link_chunks(conn, [(chunk, ids[entity]) for chunk, entity in mentions])
-    entity_links.mark_scanned(conn, scanned, EXTRACTOR_VERSION)
-    return added, entities_added
 
 
 # Every column given: the rows of a batch go to the driver's executemany
@@ -344,15 +333,6 @@ def delete_sources(conn: Connection, ids: list[str]) -> int:
         removed += conn.execute(delete(sources).where(sources.c.id.in_(batch))).rowcount
         entity_links.prune(conn, named)
     return removed
-
-
-def serialize_writers(conn: Connection) -> None:
-    """Make evidence writers take turns on PostgreSQL, as `BEGIN IMMEDIATE` does on SQLite.
-
-    Two ingests of the same new file would otherwise both insert it and one would fail.
-    """
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _WRITER_LOCK})
 
 
 def file_document(read: FileText, kind: str | None, extra: dict[str, Any]) -> Document:

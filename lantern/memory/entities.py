@@ -18,7 +18,7 @@ from sqlalchemy import Connection
 from lantern.entities import links
 from lantern.entities import names as entity_names
 from lantern.entities.records import EntityRef, LinkChange
-from lantern.errors import InvalidInput, NotFound
+from lantern.errors import InvalidInput
 from lantern.memory import history
 from lantern.memory.changes import set_fields
 from lantern.memory.core import RepositoryCore
@@ -65,7 +65,7 @@ def detach(
     for key in keys:
         ref = found.get(key)
         if ref is None:
-            raise NotFound(f"no entity {key}")
+            raise links.missing(key)
         removed = ref.id in linked and links.unlink_record(conn, record.id, ref.id)
         changes.append(LinkChange(ref, "record", record.id, removed))
     if any(change.changed for change in changes):
@@ -102,7 +102,7 @@ class MemoryEntities(RepositoryCore):
         wanted = self._names(entities)
         with self._write() as conn:
             record = require(conn, record_id, self._scopes, for_update=True)
-            resolved = resolved_entities(conn, wanted)
+            resolved = links.resolve(conn, wanted)
             return attach(conn, record, resolved, now())[1]
 
     def detach_entities(self, record_id: str, entities: Any) -> list[LinkChange]:
@@ -119,24 +119,6 @@ class MemoryEntities(RepositoryCore):
         if not keys:
             raise _none_given()
         return keys
-
-
-def resolved_entities(
-    conn: Connection, keys: Sequence[entity_names.EntityKey]
-) -> list[entity_names.EntityName]:
-    """Entities to link: names as given, ids as the stored entities they name."""
-    ids = [key for key in keys if isinstance(key, str)]
-    found = links.lookup(conn, ids) if ids else {}
-    resolved: list[entity_names.EntityName] = []
-    for key in keys:
-        if isinstance(key, str):
-            ref = found.get(key)
-            if ref is None:
-                raise NotFound(f"no entity with id {key!r}")
-            resolved.append(entity_names.EntityName(ref.kind, ref.name))
-        else:
-            resolved.append(key)
-    return list(dict.fromkeys(resolved))
 
 
 def _none_given() -> InvalidInput:

@@ -21,7 +21,7 @@ from lantern.memory import fts, history, identity, refs
 from lantern.memory.chains import check_supersedable, successor_id
 from lantern.memory.changes import insert_new, insert_records, plain_refs, retire, set_fields
 from lantern.memory.core import RepositoryCore
-from lantern.memory.entities import attach, resolved_entities
+from lantern.memory.entities import attach
 from lantern.memory.records import MemoryRecord, freeze_refs
 from lantern.memory.rows import require
 from lantern.store.engine import now
@@ -109,7 +109,7 @@ class MemoryWrites(RepositoryCore):
         )
         self._scopes.check_write(record.scope)
         with self._write() as conn:
-            named = resolved_entities(conn, wanted)
+            named = entity_links.resolve(conn, wanted)
             old = None
             if supersedes_id is not None:
                 old = require(conn, supersedes_id, self._scopes, for_update=True)
@@ -177,7 +177,7 @@ class MemoryWrites(RepositoryCore):
             named: dict[str, list[entity_names.EntityName]] = {}
             for record, keys in zip(built, wanted, strict=True):
                 entities = named.setdefault(record.id, [])
-                entities += [e for e in resolved_entities(conn, keys) if e not in entities]
+                entities += [e for e in entity_links.resolve(conn, keys) if e not in entities]
             # A new record's id is its identity's (`memory_id`): one per text.
             distinct = list({record.id: record for record in built}.values())
             inserted = insert_records(conn, distinct, named)
@@ -360,7 +360,7 @@ class MemoryWrites(RepositoryCore):
                     EntityName(ref.kind, ref.name) for ref in entity_links.of_record(conn, old.id)
                 ]
             else:
-                named = resolved_entities(conn, new_entities)
+                named = entity_links.resolve(conn, new_entities)
             stored, created = insert_new(conn, record, self._scopes, entities=named)
             if not created:
                 raise _identical(stored, old)
