@@ -25,6 +25,7 @@ from lantern.loading import loading
 COMMANDS = {
     "chunk": ("lantern.cli.evidence", "chunk"),
     "db": ("lantern.cli.db", "db"),
+    "entity": ("lantern.cli.entity", "entity"),
     "export": ("lantern.cli.transfer", "export"),
     "import": ("lantern.cli.transfer", "import_"),
     "ingest": ("lantern.cli.evidence", "ingest"),

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, note, origin_text, read_stdin, when
+from lantern.cli.output import (
+    ProgressBar,
+    emit_json,
+    json_option,
+    note,
+    origin_text,
+    read_stdin,
+    when,
+)
 from lantern.evidence.records import IngestSummary
 from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
 
@@ -86,7 +92,7 @@ def ingest(
     else:
         if uri is not None:
             raise click.UsageError("--uri names standard input; use it with - as the path")
-        with _ProgressBar() as bar:
+        with ProgressBar("Ingesting") as bar:
             summary = open_lantern(ctx, create=True).evidence.ingest_path(
                 list(paths),
                 include=include,
@@ -127,6 +133,13 @@ def ingest(
     help=f"keyword: every word must appear; any: any word but common ones, ranked by "
     f"relevance (default: {DEFAULT_MODE}).",
 )
+@click.option(
+    "--entity",
+    "entities",
+    multiple=True,
+    metavar="KIND:NAME",
+    help="Only chunks linked to this entity (KIND:NAME or ent_ id). Repeatable: any of them.",
+)
 @click.option("--limit", type=int, default=20, show_default=True, help="At most this many hits.")
 @click.option(
     "--raw",
@@ -144,6 +157,7 @@ def search(
     since: str | None,
     until: str | None,
     mode: str | None,
+    entities: tuple[str, ...],
     limit: int,
     raw: bool,
     explain: bool,
@@ -169,6 +183,7 @@ def search(
         limit=limit,
         raw=raw,
         mode=mode,
+        entity=list(entities),
     )
     if as_json:
         emit_json([hit.to_json() for hit in hits])
@@ -309,34 +324,6 @@ def chunk_show_command(ctx: click.Context, chunk_id: str, context: int, as_json:
         return
     _show_chunk(detail)
     click.echo(f"cited by: {', '.join(cited_by) or '-'}")
-
-
-class _ProgressBar:
-    """A progress bar on stderr when it is a terminal; nothing at all on a pipe or a file."""
-
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty()
-        self._bar: Any = None
-
-    def update(self, done: int, total: int) -> None:
-        if self._bar is None:
-            if total < 2:
-                return
-            self._bar = click.progressbar(length=total, label="Ingesting", file=sys.stderr)
-            self._bar.__enter__()
-        self._bar.update(done - self._bar.pos)
-
-    def __enter__(self) -> _ProgressBar:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(exc_type, exc, tb)
 
 
 def _read_stdin() -> str:

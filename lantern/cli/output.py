@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from types import TracebackType
 from typing import Any, TypeVar
 
 import click
@@ -123,3 +124,32 @@ def origin_text(hit: Any) -> str:
     return (
         f"[mode={hit.mode} keyword_rank={keyword} semantic_rank={semantic} similarity={similarity}]"
     )
+
+
+class ProgressBar:
+    """A progress bar on stderr when it is a terminal; nothing at all on a pipe or a file."""
+
+    def __init__(self, label: str) -> None:
+        self.enabled = sys.stderr.isatty()
+        self._label = label
+        self._bar: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if total < 2:
+                return
+            self._bar = click.progressbar(length=total, label=self._label, file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._bar.pos)
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(exc_type, exc, tb)
