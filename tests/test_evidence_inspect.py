@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import insert, select
 
 from lantern.api import Lantern
-from lantern.errors import InvalidInput, NotFound
 from lantern.entities.records import EntityRef
+from lantern.errors import InvalidInput, NotFound
 from lantern.evidence.records import ChunkDetail, EmbeddingInfo
 from lantern.store.models import chunk_entities, chunks, embeddings, entities
 from tests.helpers import CHUNK_KEYS, SOURCE_KEYS, CliRun

@@ -55,7 +55,7 @@ def list_command(
 
 
 @entity.command("show")
-@click.argument("ref", metavar="KIND:NAME|ID")
+@click.argument("entity_ref", metavar="KIND:NAME|ID")
 @click.option(
     "--limit", type=int, default=20, show_default=True, help="At most this many of each list."
 )
@@ -63,14 +63,14 @@ def list_command(
 @json_option
 @click.pass_context
 def show_command(
-    ctx: click.Context, ref: str, limit: int, after: str | None, as_json: bool
+    ctx: click.Context, entity_ref: str, limit: int, after: str | None, as_json: bool
 ) -> None:
     """Show an entity: the chunks that mention it and the memory records about it (every
     status), a page of each.
 
         lantern entity show 'person:Ada Lovelace'
     """
-    view = open_lantern(ctx).entity_show(ref, limit=limit, after=after)
+    view = open_lantern(ctx).entity_show(entity_ref, limit=limit, after=after)
     if as_json:
         emit_json(view.to_json())
         return
