@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from lantern.maintenance.inspection import Inspection
     from lantern.maintenance.rebuild import RebuildReport
     from lantern.memory.records import MemoryRecord
+    from lantern.transfer.foreign import ForeignImport
     from lantern.transfer.jsonl import TransferReport
 
 CITED_BY_LIMIT = 1_000
@@ -319,6 +320,35 @@ class Lantern:
         from lantern.transfer.jsonl import import_jsonl
 
         return import_jsonl(self.store, source)
+
+    def import_mcp_memory(
+        self, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
+    ) -> ForeignImport:
+        """Import the MCP reference memory server's `memory.jsonl` (its knowledge graph) as
+        entities and memory records of `scope`: all or nothing, idempotent
+        (`lantern.transfer.mcpmemory` has the mapping)."""
+        self._whole_store("import")
+        from lantern.transfer.mcpmemory import import_graph
+
+        return import_graph(self.memory, source, scope=scope, dry_run=dry_run)
+
+    def export_mcp_memory(self, out: IO[bytes], *, scope: str | Iterable[str] | None = None) -> int:
+        """Write the active memory records' graph as a `memory.jsonl` of the MCP reference
+        memory server; the number of lines."""
+        self._whole_store("export")
+        from lantern.transfer.mcpmemory import export_graph
+
+        return export_graph(self.store, out, scope=scope)
+
+    def import_mem0(
+        self, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
+    ) -> ForeignImport:
+        """Import what mem0's `get_all()` returned, as memory records of the user, agent or
+        run they belong to: all or nothing, idempotent (`lantern.transfer.mem0`)."""
+        self._whole_store("import")
+        from lantern.transfer.mem0 import import_memories
+
+        return import_memories(self.memory, source, scope=scope, dry_run=dry_run)
 
     def _whole_store(self, operation: str) -> None:
         """Refuse, on a scope-restricted Lantern, what would read or write every scope."""

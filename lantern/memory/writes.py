@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import Connection
+
 from lantern import validation
 from lantern.entities import links as entity_links
 from lantern.entities import names as entity_names
@@ -133,7 +135,11 @@ class MemoryWrites(RepositoryCore):
             return stored, True
 
     def add_many(
-        self, records: Iterable[Mapping[str, Any]], *, allow_dangling: bool = False
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        allow_dangling: bool = False,
+        dry_run: bool = False,
     ) -> list[tuple[MemoryRecord, bool]]:
         """Write many records in one transaction; `(record, created)` for each, in order.
 
@@ -169,43 +175,58 @@ class MemoryWrites(RepositoryCore):
                 self._scopes.check_write(built[-1].scope)
             except PolicyRefused as exc:
                 raise PolicyRefused(f"record {position}: {exc.message}") from exc
-        with self._write() as conn:
-            if not allow_dangling:
-                refs.require_resolvable(
-                    conn, [ref for record in built for ref in record.source_refs]
+        try:
+            with self._write() as conn:
+                results = self._store_many(conn, built, wanted, at, allow_dangling=allow_dangling)
+                if dry_run:
+                    raise _RolledBack(results)
+                return results
+        except _RolledBack as rolled_back:
+            return rolled_back.results
+
+    def _store_many(
+        self,
+        conn: Connection,
+        built: list[MemoryRecord],
+        wanted: list[list[entity_names.EntityKey]],
+        at: int,
+        *,
+        allow_dangling: bool,
+    ) -> list[tuple[MemoryRecord, bool]]:
+        if not allow_dangling:
+            refs.require_resolvable(conn, [ref for record in built for ref in record.source_refs])
+        named: dict[str, list[entity_names.EntityName]] = {}
+        for record, keys in zip(built, wanted, strict=True):
+            entities = named.setdefault(record.id, [])
+            entities += [e for e in entity_links.resolve(conn, keys) if e not in entities]
+        # A new record's id is its identity's (`memory_id`): one per text.
+        distinct = list({record.id: record for record in built}.values())
+        inserted = insert_records(conn, distinct, named)
+        stored = {r.id: r for r in distinct if r.id in inserted}
+        skipped = [r for r in distinct if r.id not in inserted]
+        # Already stored (by an earlier add or another writer): read what is there. A
+        # record of that text that is not stored found its id taken by one whose content
+        # changed since; it takes the next free id.
+        held = identity.holders(conn, (identity.of(r) for r in skipped))
+        for record in skipped:
+            found = held.get(identity.of(record))
+            if found is None:
+                found, created = insert_new(
+                    conn, record, self._scopes, first_attempt=1, entities=named[record.id]
                 )
-            named: dict[str, list[entity_names.EntityName]] = {}
-            for record, keys in zip(built, wanted, strict=True):
-                entities = named.setdefault(record.id, [])
-                entities += [e for e in entity_links.resolve(conn, keys) if e not in entities]
-            # A new record's id is its identity's (`memory_id`): one per text.
-            distinct = list({record.id: record for record in built}.values())
-            inserted = insert_records(conn, distinct, named)
-            stored = {r.id: r for r in distinct if r.id in inserted}
-            skipped = [r for r in distinct if r.id not in inserted]
-            # Already stored (by an earlier add or another writer): read what is there. A
-            # record of that text that is not stored found its id taken by one whose content
-            # changed since; it takes the next free id.
-            held = identity.holders(conn, (identity.of(r) for r in skipped))
-            for record in skipped:
-                found = held.get(identity.of(record))
-                if found is None:
-                    found, created = insert_new(
-                        conn, record, self._scopes, first_attempt=1, entities=named[record.id]
-                    )
-                    if created:
-                        inserted.add(record.id)
-                    else:
-                        found = attach(conn, found, named[record.id], at)[0]
+                if created:
+                    inserted.add(record.id)
                 else:
                     found = attach(conn, found, named[record.id], at)[0]
-                stored[record.id] = found
-            results: list[tuple[MemoryRecord, bool]] = []
-            for record in built:
-                created = record.id in inserted
-                inserted.discard(record.id)  # a repeat within the input is not created twice
-                results.append((stored[record.id], created))
-            return results
+            else:
+                found = attach(conn, found, named[record.id], at)[0]
+            stored[record.id] = found
+        results: list[tuple[MemoryRecord, bool]] = []
+        for record in built:
+            created = record.id in inserted
+            inserted.discard(record.id)  # a repeat within the input is not created twice
+            results.append((stored[record.id], created))
+        return results
 
     def update(
         self,
@@ -366,6 +387,14 @@ class MemoryWrites(RepositoryCore):
                 raise _identical(stored, old)
             retire(conn, old, stored.id, at)
             return stored
+
+
+class _RolledBack(Exception):
+    """Ends a dry run's transaction, carrying what it would have written."""
+
+    def __init__(self, results: list[tuple[MemoryRecord, bool]]) -> None:
+        super().__init__("dry run")
+        self.results = results
 
 
 _ADD_FIELDS = frozenset(
