@@ -128,7 +128,11 @@ def keys(values: str | EntityName | Iterable[object] | None) -> list[EntityKey]:
     given = [values] if isinstance(values, str | EntityName | dict) else list(values)
     if len(given) > MAX_ENTITIES:
         raise InvalidInput(f"at most {MAX_ENTITIES} entities at once; got {len(given)}")
-    return list(dict.fromkeys(key(value) for value in given))
+    distinct: dict[str, EntityKey] = {}
+    for value in given:
+        found = key(value)
+        distinct.setdefault(id_of(found), found)
+    return list(distinct.values())
 
 
 def names(values: str | EntityName | Iterable[object] | None) -> list[EntityName]:
@@ -138,7 +142,11 @@ def names(values: str | EntityName | Iterable[object] | None) -> list[EntityName
     given = [values] if isinstance(values, str | EntityName | dict) else list(values)
     if len(given) > MAX_ENTITIES:
         raise InvalidInput(f"at most {MAX_ENTITIES} entities at once; got {len(given)}")
-    return list(dict.fromkeys(parse(value) for value in given))
+    distinct: dict[str, EntityName] = {}
+    for value in given:
+        found = parse(value)
+        distinct.setdefault(found.id, found)
+    return list(distinct.values())
 
 
 def id_of(value: EntityKey) -> str:

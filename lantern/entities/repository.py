@@ -22,7 +22,6 @@ from lantern.entities import names as entity_names
 from lantern.entities.extraction import EXTRACTOR_VERSION, extract
 from lantern.entities.records import (
     EntityChunk,
-    EntityRef,
     EntitySummary,
     ExtractReport,
     LinkChange,
@@ -216,13 +215,9 @@ class EntityRepository:
                 ).scalars()
             )
             links.link_chunks(conn, [(chunk_id, ids[name]) for name in wanted])
+            stored = links.lookup(conn, list(ids.values()))
             return [
-                LinkChange(
-                    EntityRef(ids[name], name.name, name.kind),
-                    "chunk",
-                    chunk_id,
-                    ids[name] not in had,
-                )
+                LinkChange(stored[ids[name]], "chunk", chunk_id, ids[name] not in had)
                 for name in wanted
             ]
 
@@ -249,7 +244,11 @@ class EntityRepository:
     def pending(self) -> int:
         """How many stored chunks this version of the extractor has not read."""
         with self._store.read() as conn:
-            return int(conn.execute(select(func.count()).where(_unscanned())).scalar_one())
+            return int(
+                conn.execute(
+                    select(func.count()).select_from(chunks).where(_unscanned())
+                ).scalar_one()
+            )
 
     def extract(self, *, progress: Progress | None = None) -> ExtractReport:
         """Read the stored chunks this version of the extractor has not read, link them to
@@ -262,7 +261,11 @@ class EntityRepository:
         started = time.perf_counter()
         with self._store.read() as conn:
             total = int(conn.execute(select(func.count()).select_from(chunks)).scalar_one())
-            todo = int(conn.execute(select(func.count()).where(_unscanned())).scalar_one())
+            todo = int(
+                conn.execute(
+                    select(func.count()).select_from(chunks).where(_unscanned())
+                ).scalar_one()
+            )
         scanned = links_added = entities_added = 0
         after = ""
         searchable = func.coalesce(chunk_search_text.c.text, chunks.c.text)

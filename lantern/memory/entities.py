@@ -37,15 +37,16 @@ def attach(
 ) -> tuple[MemoryRecord, list[LinkChange]]:
     """Link `wanted` to a stored record (in the caller's transaction); the record as it is
     then, and what changed for each entity."""
+    if not wanted:
+        return record, []
     before = links.of_record(conn, record.id)
     ids = links.ensure(conn, wanted)
     linked = {ref.id for ref in before}
     new = [(record.id, ids[name]) for name in wanted if ids[name] not in linked]
     links.link_records(conn, new)
+    stored = links.lookup(conn, list(ids.values()))
     changes = [
-        LinkChange(
-            EntityRef(ids[name], name.name, name.kind), "record", record.id, ids[name] not in linked
-        )
+        LinkChange(stored[ids[name]], "record", record.id, ids[name] not in linked)
         for name in wanted
     ]
     if new:
