@@ -17,7 +17,8 @@ pollutes every listing. The rules:
   preprocessor word and not a hexadecimal colour.
 * `issue`: `#123`, `GH-123`, `owner/repo#123`, `bpo-123` and `KEY-123` keys of two to ten
   capital letters (standards such as UTF-8 and SHA-256 left out).
-* `commit`: 7 to 12 or 40 lowercase hex digits, with both digits and letters, not after `0x`.
+* `commit`: 7 to 12 or 40 lowercase hex digits, with both digits and letters, not after `0x`
+  and not a number literal (`1e999`, `0b1010`).
 * `wikilink`: `[[Page]]`, `[[Page|label]]`, `[[Page#Heading]]`: the page.
 * `cve`: `CVE-2024-12345`.
 
@@ -140,15 +141,11 @@ _PREPROCESSOR = frozenset(
     }
 )
 _HEX_COLOUR = re.compile(r"[0-9a-fA-F]{3}|[0-9a-fA-F]{4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8}")
-_ISSUE = re.compile(
-    r"(?<![\w&#/.-])(?:"
-    r"(?P<repo>[A-Za-z0-9][\w.-]{0,38}/[\w.-]{1,100})#(?P<repo_number>\d{1,9})"
-    r"|#(?P<number>\d{1,9})"
-    r"|(?P<gh>[Gg][Hh])-(?P<gh_number>\d{1,9})"
-    r"|(?P<bpo>bpo)-(?P<bpo_number>\d{1,9})"
-    r"|(?P<key>[A-Z]{2,10})-(?P<key_number>\d{1,9})"
-    r")(?![\w-]|\.\d)"
+_ISSUE_HASH = re.compile(
+    r"(?:\b(?P<repo>[A-Za-z0-9][\w.-]{0,38}/[\w.-]{1,100}))?#(?P<number>\d{1,9})\b"
 )
+_ISSUE_WORD = re.compile(r"\b(?:(?P<gh>[Gg][Hh])|(?P<bpo>bpo)|(?P<key>[A-Z]{2,10}))-\d{1,9}\b")
+_NOT_BEFORE_ISSUE = frozenset("&#/.-") | frozenset("_")
 _NOT_KEYS = frozenset(
     {
         "UTF",
@@ -329,7 +326,9 @@ _NOT_KEYS = frozenset(
         "PPI",
     }
 )
-_COMMIT = re.compile(r"(?<![\w/#.$&%+=-])(?:[0-9a-f]{40}|[0-9a-f]{7,12})(?![\w-]|\.\d)")
+_COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
+_NOT_BEFORE_COMMIT = frozenset("/#.$&%+=-")
+_NUMBER = re.compile(r"\d+e\d+|0b[01]+")
 _WIKILINK = re.compile(
     r"\[\[([^\[\]\n|#]{1,200})(?:#[^\[\]\n|]{0,200})?(?:\|[^\[\]\n]{0,200})?\]\]"
 )
@@ -445,22 +444,48 @@ def _tags(text: str) -> Iterator[tuple[int, int, str]]:
 
 
 def _issues(text: str) -> Iterator[tuple[int, int, str]]:
-    if "#" not in text and "-" not in text:
-        return
-    for match in _ISSUE.finditer(text):
-        key = match.group("key")
-        if key is not None and key in _NOT_KEYS:
-            continue
-        yield match.start(), match.end(), match.group()
+    found: list[tuple[int, int, str]] = []
+    if "#" in text:
+        for match in _ISSUE_HASH.finditer(text):
+            if _clear(text, match.start(), match.end(), _NOT_BEFORE_ISSUE):
+                found.append((match.start(), match.end(), match.group()))
+    if "-" in text:
+        for match in _ISSUE_WORD.finditer(text):
+            key = match.group("key")
+            if key is not None and key in _NOT_KEYS:
+                continue
+            if _clear(text, match.start(), match.end(), _NOT_BEFORE_ISSUE):
+                found.append((match.start(), match.end(), match.group()))
+    yield from sorted(found)
+
+
+def _clear(text: str, start: int, end: int, not_before: frozenset[str]) -> bool:
+    """Whether a match stands alone: not glued to a word, a path or a version before it, nor
+    to a word, a hyphen or a decimal part after it."""
+    if start and (text[start - 1] in not_before or text[start - 1].isalnum()):
+        return False
+    after = text[end : end + 2]
+    return not (
+        after[:1] == "-"
+        or after[:1].isalnum()
+        or after[:1] == "_"
+        or (after[:1] == "." and after[1:2].isdigit())
+    )
 
 
 def _commits(text: str) -> Iterator[tuple[int, int, str]]:
     for match in _COMMIT.finditer(text):
         raw = match.group()
+        if not (7 <= len(raw) <= 12 or len(raw) == 40):
+            continue
         if raw.isdigit() or not any(ch.isdigit() for ch in raw):
+            continue
+        if not _clear(text, match.start(), match.end(), _NOT_BEFORE_COMMIT):
             continue
         if text[max(0, match.start() - 2) : match.start()].lower() == "0x":
             continue
+        if _NUMBER.fullmatch(raw):
+            continue  # 1e999, 077e010, 0b101010: numbers, not hashes
         yield match.start(), match.end(), raw
 
 
