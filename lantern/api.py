@@ -26,14 +26,18 @@ from lantern.store.location import StoreLocation, resolve
 if TYPE_CHECKING:
     # Imported where used: a command that lists memories should not pay for ingest, health
     # checks or export (see the architecture note on import time).
+    from lantern.entities.records import EntityChunk, EntitySummary
+    from lantern.entities.repository import EntityRepository
     from lantern.evidence.repository import EvidenceRepository
     from lantern.maintenance.backup import BackupReport
     from lantern.maintenance.health import HealthReport
     from lantern.maintenance.inspection import Inspection
     from lantern.maintenance.rebuild import RebuildReport
+    from lantern.memory.records import MemoryRecord
     from lantern.semantic.backfill import EmbedSummary
     from lantern.semantic.coverage import Coverage
     from lantern.store.settings import EmbeddingSettings
+    from lantern.transfer.foreign import ForeignImport
     from lantern.transfer.jsonl import TransferReport
 
 CITED_BY_LIMIT = 1_000
@@ -68,6 +72,26 @@ class StoreStatus:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class EntityView:
+    """An entity with a page of the chunks that mention it and of the memory records about it
+    (`lantern entity show`); `next_cursor` continues both, None when both are done."""
+
+    entity: EntitySummary
+    chunks: tuple[EntityChunk, ...]
+    memories: tuple[MemoryRecord, ...]
+    next_cursor: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entity's keys, then `chunks`, `memories` and `next_cursor`."""
+        return {
+            **self.entity.to_json(),
+            "chunks": [chunk.to_json() for chunk in self.chunks],
+            "memories": [record.to_json() for record in self.memories],
+            "next_cursor": self.next_cursor,
+        }
+
+
 class Lantern:
     """An open store. Use as a context manager, or call `close()`."""
 
@@ -83,6 +107,51 @@ class Lantern:
         from lantern.evidence.repository import EvidenceRepository
 
         return EvidenceRepository(self.store)
+
+    @cached_property
+    def entities(self) -> EntityRepository:
+        """Entities: list, show, attach to chunks, extract from stored chunks. What they count
+        and show of memory records stays within `scopes`."""
+        from lantern.entities.repository import EntityRepository
+
+        return EntityRepository(
+            self.store, fence=self.scopes.clauses, restricted=self.scopes.restricted
+        )
+
+    def entity_show(self, entity: Any, *, limit: int = 20, after: str | None = None) -> EntityView:
+        """An entity (`KIND:NAME` or its id) with a page of its chunks and of the memory records
+        about it (every status, in list order, within `scopes`), `limit` of each.
+
+        `after` is a page's `next_cursor`: the next page of each list that is not done.
+        """
+        from lantern.entities import cursor
+
+        found = self.entities.get(entity)
+        chunks_at, chunks_done, memories_at, memories_done = None, False, None, False
+        if after is not None:
+            chunks_at, chunks_done, memories_at, memories_done = cursor.show_position(after)
+        chunk_page: list[EntityChunk] = []
+        next_chunks = None
+        if not chunks_done:
+            chunk_page, next_chunks = self.entities.chunks(found.id, limit=limit, after=chunks_at)
+        memory_page: list[MemoryRecord] = []
+        next_memories = None
+        if not memories_done:
+            page = self.memory.list(
+                entity=found.id, status="all", include_expired=True, limit=limit, after=memories_at
+            )
+            memory_page, next_memories = list(page), page.next_cursor
+        more = next_chunks is not None or next_memories is not None
+        return EntityView(
+            entity=found,
+            chunks=tuple(chunk_page),
+            memories=tuple(memory_page),
+            next_cursor=cursor.show_cursor(
+                next_chunks, next_chunks is None, next_memories, next_memories is None
+            )
+            if more
+            else None,
+        )
 
     @classmethod
     def open(
@@ -365,6 +434,35 @@ class Lantern:
         from lantern.transfer.jsonl import import_jsonl
 
         return import_jsonl(self.store, source)
+
+    def import_mcp_memory(
+        self, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
+    ) -> ForeignImport:
+        """Import the MCP reference memory server's `memory.jsonl` (its knowledge graph) as
+        entities and memory records of `scope`: all or nothing, idempotent
+        (`lantern.transfer.mcpmemory` has the mapping)."""
+        self._whole_store("import")
+        from lantern.transfer.mcpmemory import import_graph
+
+        return import_graph(self.memory, source, scope=scope, dry_run=dry_run)
+
+    def export_mcp_memory(self, out: IO[bytes], *, scope: str | Iterable[str] | None = None) -> int:
+        """Write the active memory records' graph as a `memory.jsonl` of the MCP reference
+        memory server; the number of lines."""
+        self._whole_store("export")
+        from lantern.transfer.mcpmemory import export_graph
+
+        return export_graph(self.store, out, scope=scope)
+
+    def import_mem0(
+        self, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
+    ) -> ForeignImport:
+        """Import what mem0's `get_all()` returned, as memory records of the user, agent or
+        run they belong to: all or nothing, idempotent (`lantern.transfer.mem0`)."""
+        self._whole_store("import")
+        from lantern.transfer.mem0 import import_memories
+
+        return import_memories(self.memory, source, scope=scope, dry_run=dry_run)
 
     def _whole_store(self, operation: str) -> None:
         """Refuse, on a scope-restricted Lantern, what would read or write every scope."""

@@ -43,6 +43,11 @@ VOLATILE_KEYS = frozenset(
         "score",
         "relevance",
         "size_bytes",
+        # A store's schema revision: docs show the latest, which moves as revisions are added.
+        "revision",
+        "head",
+        "from_revision",
+        "to_revision",
     }
 )
 
@@ -50,10 +55,16 @@ VOLATILE_KEYS = frozenset(
 _ISO_TIME = r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _UNIX_TIME = r"(?<![\d.])1[7-9]\d{8}(?![\d.])"
 _FLOAT = r"(?<![\w.])\d+\.\d+(?:e[-+]?\d+)?(?![\w.])|(?<![\w.])\d+e-\d+(?![\w.])"
-_VOLATILE_TOKEN = re.compile(f"(?P<iso>{_ISO_TIME})|(?P<unix>{_UNIX_TIME})|(?P<float>{_FLOAT})")
+# A schema revision in human output ("revision: 0009", "already at 0009"): the latest moves as
+# revisions are added.
+_REVISION = r"(?<![\w.])0\d{3}(?![\w.])"
+_VOLATILE_TOKEN = re.compile(
+    f"(?P<iso>{_ISO_TIME})|(?P<unix>{_UNIX_TIME})|(?P<float>{_FLOAT})|(?P<revision>{_REVISION})"
+)
 _FORMS = {
     "iso": _ISO_TIME,
     "unix": r"\d{10}",
+    "revision": r"0\d{3}",
     "float": r"-?(?:\d+(?:\.\d+)?(?:e[-+]?\d+)?)",
 }
 

@@ -51,7 +51,7 @@ def test_add_prints_the_id_and_json_prints_the_record(run_cli: CliRun) -> None:
     record_id = result.stdout.strip()
     assert record_id.startswith("mem_") and len(record_id) == 20
     shown = json.loads(run_cli("memory", "show", record_id, "--json").stdout)
-    assert list(shown) == RECORD_KEYS
+    assert list(shown) == [*RECORD_KEYS, "entities"]
     assert shown["id"] == record_id
     assert shown["priority"] == 90 and shown["confidence"] == 1.0
     assert isinstance(shown["created_at"], int) and shown["expires_at"] is None
@@ -240,7 +240,7 @@ def test_real_executable_add_list_show_archive(run_lantern: ProcessRun) -> None:
     listed = run_lantern("memory", "list", "--scope", "p", "--json")
     assert json.loads(listed.stdout) == [record]
     shown = run_lantern("memory", "show", record["id"], "--json")
-    assert json.loads(shown.stdout) == record
+    assert json.loads(shown.stdout) == {**record, "entities": []}
     archived = run_lantern("memory", "archive", record["id"], "--json")
     assert json.loads(archived.stdout)["status"] == "archived"
     from_stdin = run_lantern("memory", "add", "--kind", "fact", "-", input="piped text")

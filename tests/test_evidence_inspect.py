@@ -9,8 +9,9 @@ import pytest
 from sqlalchemy import insert, select
 
 from lantern.api import Lantern
+from lantern.entities.records import EntityRef
 from lantern.errors import InvalidInput, NotFound
-from lantern.evidence.records import ChunkDetail, EmbeddingInfo, EntityRef
+from lantern.evidence.records import ChunkDetail, EmbeddingInfo
 from lantern.store.models import chunk_entities, chunks, embeddings, entities
 from tests.helpers import CHUNK_KEYS, SOURCE_KEYS, CliRun
 
@@ -140,7 +141,8 @@ def test_remove_source_takes_its_chunks_links_and_vectors_and_keeps_memory_refs(
         ]
         assert conn.execute(select(chunk_entities)).all() == []
         assert conn.execute(select(embeddings)).all() == []
-        assert conn.execute(select(entities.c.id)).scalars().all() == ["ent_1"]
+        # An entity goes with the last link to it: only the removed chunk named Ada.
+        assert conn.execute(select(entities.c.id)).scalars().all() == []
     assert five.memory.get(memory.id).source_refs == memory.source_refs
     assert [s.uri for s in five.evidence.list_sources()] == ["doc:other"]
 

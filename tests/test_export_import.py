@@ -73,6 +73,8 @@ def _fill(lt: Lantern, clock: Clock) -> tuple[str, str]:
     )
     add_source(lt, "file:///b.md", ["second source"], title="B", metadata={})
     add_entity_links(lt, chunk_ids[1], VECTOR)
+    # Ingested: links found by extraction, and the scan that found them.
+    lt.evidence.ingest_text("note://links", "Ask @zoe about https://example.org/a.")
     clock.advance()
     kept = lt.memory.add(
         kind="preference",
@@ -81,6 +83,7 @@ def _fill(lt: Lantern, clock: Clock) -> tuple[str, str]:
         priority=90,
         confidence=0.3,
         source_refs=[f"chunk:{chunk_ids[0]}", f"source:{sid}", {"type": "url", "id": "x", "n": 1}],
+        entities=["person:Zoë", "mention:zoe"],
     )
     clock.advance()
     lt.memory.update(kept.id, urgency=7, expires_at=4102444800)
@@ -107,13 +110,16 @@ def test_export_import_export_is_byte_identical(lt: Lantern, other_url: str, clo
     with Lantern.open(other_url) as other:
         report = _import(other, first)
         assert report["added"] == {
-            "source": 2,
-            "chunk": 4,
-            "entity": 1,
-            "chunk_entity": 1,
+            "source": 3,
+            "chunk": 5,
+            # person:Zoë is the legacy row of that kind and name, whose id is its own.
+            "entity": 3,
+            "chunk_entity": 3,
             "embedding": 1,
             "memory": 6,
             "history": report["added"]["history"],
+            "entity_scan": 1,
+            "memory_entity": 2,
         }
         assert set(report["skipped"].values()) == {0}
         assert _export(other) == first
@@ -141,7 +147,17 @@ def test_the_format_is_json_lines_in_the_documented_order(lt: Lantern, clock: Cl
     assert objects[0] == {"type": "lantern_export", "format": 1}
     assert lines[0] == b'{"type":"lantern_export","format":1}'
     types = [obj["type"] for obj in objects[1:]]
-    order = ["source", "chunk", "entity", "chunk_entity", "embedding", "memory", "history"]
+    order = [
+        "source",
+        "chunk",
+        "entity",
+        "chunk_entity",
+        "embedding",
+        "entity_scan",
+        "memory",
+        "history",
+        "memory_entity",
+    ]
     assert types == sorted(types, key=order.index)
     assert "\u2028" in data.decode("utf-8")  # kept as is, not escaped
     by_type: dict[str, list[dict[str, Any]]] = {}
@@ -176,7 +192,13 @@ def test_the_format_is_json_lines_in_the_documented_order(lt: Lantern, clock: Cl
     [embedding] = by_type["embedding"]
     assert list(embedding) == ["chunk_id", "model", "dim", "vector"]
     assert base64.b64decode(embedding["vector"]) == VECTOR
-    assert by_type["entity"] == [{"id": "ent_0000000000000001", "name": "Zoë", "kind": "person"}]
+    assert {"id": "ent_0000000000000001", "name": "Zoë", "kind": "person"} in by_type["entity"]
+    assert [e["id"] for e in by_type["entity"]] == sorted(e["id"] for e in by_type["entity"])
+    assert all(list(e) == ["id", "name", "kind"] for e in by_type["entity"])
+    [scan] = by_type["entity_scan"]
+    assert list(scan) == ["chunk_id", "extractor"] and scan["extractor"] == 1
+    assert all(list(link) == ["record_id", "entity_id"] for link in by_type["memory_entity"])
+    assert len(by_type["memory_entity"]) == 2
     memories = by_type["memory"]
     assert [m["id"] for m in memories] == sorted(m["id"] for m in memories)
     assert memories == [lt.memory.get(m["id"]).to_json() for m in memories]  # as `show --json`
@@ -190,11 +212,19 @@ def test_the_format_is_json_lines_in_the_documented_order(lt: Lantern, clock: Cl
 def test_parts_and_scopes(lt: Lantern, clock: Clock) -> None:
     _fill(lt, clock)
     memories_only = [json.loads(line)["type"] for line in _export(lt, evidence=False).splitlines()]
-    assert set(memories_only) == {"lantern_export", "memory", "history"}
+    # Without the evidence, the entities of the records come just before their links.
+    assert list(dict.fromkeys(memories_only)) == [
+        "lantern_export",
+        "memory",
+        "history",
+        "entity",
+        "memory_entity",
+    ]
     evidence_only = [json.loads(line)["type"] for line in _export(lt, memories=False).splitlines()]
     assert set(evidence_only) == {"lantern_export", "source", "chunk", "entity"} | {
         "chunk_entity",
         "embedding",
+        "entity_scan",
     }
     scoped = [
         json.loads(line) for line in _export(lt, scope="project:*", evidence=False).splitlines()

@@ -26,17 +26,35 @@ ALLOWED: dict[str, set[str]] = {
     "lantern.retrieval": set(),
     "lantern.embeddings": LEAVES,
     "lantern.store": LEAVES,
+    "lantern.entities": LEAVES | {"lantern.store"},
     "lantern.semantic": LEAVES | {"lantern.store", "lantern.retrieval", "lantern.embeddings"},
-    "lantern.memory": LEAVES | {"lantern.store", "lantern.retrieval", *SEMANTIC},
-    "lantern.evidence": LEAVES | {"lantern.store", "lantern.retrieval", *SEMANTIC},
+    "lantern.memory": LEAVES
+    | {"lantern.store", "lantern.retrieval", "lantern.entities", *SEMANTIC},
+    "lantern.evidence": LEAVES
+    | {"lantern.store", "lantern.retrieval", "lantern.entities", *SEMANTIC},
     "lantern.maintenance": LEAVES
-    | {"lantern.store", "lantern.retrieval", "lantern.memory", "lantern.evidence", *SEMANTIC},
+    | {
+        "lantern.store",
+        "lantern.retrieval",
+        "lantern.entities",
+        "lantern.memory",
+        "lantern.evidence",
+        *SEMANTIC,
+    },
     "lantern.transfer": LEAVES
-    | {"lantern.store", "lantern.retrieval", "lantern.memory", "lantern.evidence", *SEMANTIC},
+    | {
+        "lantern.store",
+        "lantern.retrieval",
+        "lantern.entities",
+        "lantern.memory",
+        "lantern.evidence",
+        *SEMANTIC,
+    },
     "lantern.api": LEAVES
     | {
         "lantern.store",
         "lantern.retrieval",
+        "lantern.entities",
         "lantern.memory",
         "lantern.evidence",
         "lantern.maintenance",

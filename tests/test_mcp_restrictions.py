@@ -37,6 +37,8 @@ READ_TOOLS = [
     "lantern_search",
     "lantern_source_show",
     "lantern_chunk_show",
+    "lantern_entity_list",
+    "lantern_entity_show",
 ]
 
 
@@ -231,13 +233,13 @@ def test_history_of_a_forgotten_record_outside_is_unknown(scoped: McpClient, wor
 
 def test_writes_inside_work_and_the_cli_sees_them(scoped: McpClient, store: str) -> None:
     added = scoped.ok("lantern_memory_add", {"kind": "goal", "scope": "team:new", "content": "Go."})
-    assert added == cli_json(store, "memory", "show", added["id"])
+    assert {**added, "entities": []} == cli_json(store, "memory", "show", added["id"])
     updated = scoped.ok("lantern_memory_update", {"id": added["id"], "priority": 70})
-    assert updated == cli_json(store, "memory", "show", added["id"])
+    assert {**updated, "entities": []} == cli_json(store, "memory", "show", added["id"])
     assert scoped.ok("lantern_memory_archive", {"id": added["id"]})["status"] == "archived"
     assert scoped.ok("lantern_memory_restore", {"id": added["id"]})["status"] == "active"
     moved = scoped.ok("lantern_memory_supersede", {"old_id": added["id"], "scope": "solo"})
-    assert moved == cli_json(store, "memory", "show", moved["id"])
+    assert {**moved, "entities": []} == cli_json(store, "memory", "show", moved["id"])
     history = scoped.ok("lantern_memory_history", {"id": added["id"]})
     assert history == {"entries": cli_json(store, "memory", "history", added["id"])}
 

@@ -49,6 +49,10 @@ TOOLS = [
     "lantern_source_show",
     "lantern_chunk_show",
     "lantern_ingest_text",
+    "lantern_entity_list",
+    "lantern_entity_show",
+    "lantern_entity_attach",
+    "lantern_entity_detach",
 ]
 # (readOnlyHint, destructiveHint, idempotentHint) per tool; openWorldHint is False for all.
 HINTS = {
@@ -58,6 +62,8 @@ HINTS = {
     "lantern_memory_archive": (False, True, True),
     "lantern_memory_restore": (False, True, True),
     "lantern_ingest_text": (False, True, True),
+    "lantern_entity_attach": (False, False, True),
+    "lantern_entity_detach": (False, True, True),
     **{
         name: (True, False, True)
         for name in (
@@ -69,6 +75,8 @@ HINTS = {
             "lantern_search",
             "lantern_source_show",
             "lantern_chunk_show",
+            "lantern_entity_list",
+            "lantern_entity_show",
         )
     },
 }
@@ -169,7 +177,7 @@ def test_memory_tools_return_what_the_cli_prints(server: McpClient, store: str) 
         "source_refs": ["session:s1", {"type": "url", "id": "https://example.org", "note": "ü"}],
     }
     added = server.ok("lantern_memory_add", fields)
-    assert added == cli_json(store, "memory", "show", added["id"])
+    assert {**added, "entities": []} == cli_json(store, "memory", "show", added["id"])
     assert added["source_refs"][1] == {"id": "https://example.org", "note": "ü", "type": "url"}
 
     again = server.call("lantern_memory_add", fields)
@@ -229,14 +237,14 @@ def test_memory_tools_return_what_the_cli_prints(server: McpClient, store: str) 
         "lantern_memory_update",
         {"id": added["id"], "priority": 95, "add_refs": ["session:s2"], "no_expiry": True},
     )
-    assert updated == cli_json(store, "memory", "show", added["id"])
+    assert {**updated, "entities": []} == cli_json(store, "memory", "show", added["id"])
     assert (updated["priority"], updated["expires_at"]) == (95, None)
 
     new = server.ok(
         "lantern_memory_supersede",
         {"old_id": added["id"], "content": "Ada prefers very short answers.", "source_refs": []},
     )
-    assert new == cli_json(store, "memory", "show", new["id"])
+    assert {**new, "entities": []} == cli_json(store, "memory", "show", new["id"])
     assert (new["supersedes_id"], new["source_refs"], new["priority"]) == (added["id"], [], 95)
     for chained in (added["id"], new["id"]):
         shown = server.ok("lantern_memory_show", {"id": chained, "chain": True})
@@ -244,10 +252,10 @@ def test_memory_tools_return_what_the_cli_prints(server: McpClient, store: str) 
     assert server.ok("lantern_memory_show", {"id": added["id"]})["status"] == "superseded"
 
     archived = server.ok("lantern_memory_archive", {"id": others[0]["id"]})
-    assert archived == cli_json(store, "memory", "show", others[0]["id"])
+    assert {**archived, "entities": []} == cli_json(store, "memory", "show", others[0]["id"])
     assert archived["status"] == "archived"
     restored = server.ok("lantern_memory_restore", {"id": others[0]["id"]})
-    assert restored == cli_json(store, "memory", "show", others[0]["id"])
+    assert {**restored, "entities": []} == cli_json(store, "memory", "show", others[0]["id"])
 
     history = server.ok("lantern_memory_history", {"id": added["id"]})
     assert history == {"entries": cli_json(store, "memory", "history", added["id"])}
@@ -357,7 +365,7 @@ SCHEMA_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     ("lantern_memory_add", {"kind": "fact", "content": ""}, "content must not be empty"),
     ("lantern_memory_add", {"kind": "fact", "content": "x", "tags": ["a"]},
      "unknown argument 'tags'; this tool takes content, kind, scope, priority, urgency, "
-     "confidence, expires_at, supersedes, source_refs, allow_dangling"),
+     "confidence, expires_at, supersedes, source_refs, entities, allow_dangling"),
     ("lantern_memory_add", {"kind": "fact", "content": "x", "source_refs": [3]},
      "source_refs.0 must be a string or an object; got integer"),
     ("lantern_memory_add", {"kind": "fact", "content": "x", "source_refs": [{"id": "y"}]},

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from lantern.api import Lantern
 from lantern.cli import cli
+from lantern.entities.repository import EntityRepository
 from lantern.errors import InvalidInput
 from lantern.evidence import chunking
 from lantern.evidence import inputs as evidence_inputs
@@ -48,6 +49,10 @@ MIRRORS: dict[str, tuple[list[str], Callable[..., Any]]] = {
     "lantern_source_show": (["source", "show"], EvidenceRepository.get_source),
     "lantern_chunk_show": (["chunk", "show"], EvidenceRepository.get_chunk),
     "lantern_ingest_text": (["ingest"], EvidenceRepository.ingest_text),
+    "lantern_entity_list": (["entity", "list"], EntityRepository.list),
+    "lantern_entity_show": (["entity", "show"], Lantern.entity_show),
+    "lantern_entity_attach": (["entity", "attach"], EntityRepository.attach),
+    "lantern_entity_detach": (["entity", "detach"], EntityRepository.detach),
 }
 # Tool arguments named differently in the API (the tool keeps the CLI's name).
 API_NAMES = {
@@ -59,8 +64,9 @@ API_NAMES = {
 RENDERING = {"explain", "chain"}
 # A tool pages a source's chunks by default, where the CLI and the API show them all.
 PAGED_BY_DEFAULT = {("lantern_source_show", "limit"), ("lantern_source_show", "no_chunks")}
-# What the CLI takes some other way: the text of `ingest -` comes on stdin.
-NOT_CLI_OPTIONS = {"lantern_ingest_text": {"text"}}
+# What the CLI takes some other way: the text of `ingest -` comes on stdin, the entity of
+# `entity show` is its argument KIND:NAME|ID.
+NOT_CLI_OPTIONS = {"lantern_ingest_text": {"text"}, "lantern_entity_show": {"entity"}}
 
 
 def _cli_names(path: list[str]) -> set[str]:
@@ -82,7 +88,7 @@ def _cli_names(path: list[str]) -> set[str]:
 
 
 def test_the_table_has_every_tool_once() -> None:
-    assert len(SPECS) == len(TOOLS) == 14
+    assert len(SPECS) == len(TOOLS) == 18
     assert set(SPECS) == set(MIRRORS)
 
 
@@ -168,6 +174,8 @@ def test_write_tools_are_marked() -> None:
         "lantern_memory_archive",
         "lantern_memory_restore",
         "lantern_ingest_text",
+        "lantern_entity_attach",
+        "lantern_entity_detach",
     }
     assert all(not spec.destructive for spec in TOOLS if not spec.writes)
 
@@ -279,7 +287,7 @@ def test_an_unknown_tool_is_a_protocol_error(store_url: str) -> None:
 
     calls = [("lantern_memory_add", {"kind": "fact", "content": "x"}), ("nope", {})]
     names, results = anyio.run(lambda: _calls(open_store, calls, read_only=True))
-    assert len(names) == 8
+    assert len(names) == 10
     for result, name in zip(results, ["lantern_memory_add", "nope"], strict=True):
         assert isinstance(result, MCPError)
         assert (result.error.code, result.error.message) == (-32602, f"Unknown tool: {name}")

@@ -26,6 +26,7 @@ COMMANDS = {
     "chunk": ("lantern.cli.evidence", "chunk"),
     "db": ("lantern.cli.db", "db"),
     "embed": ("lantern.cli.embed", "embed"),
+    "entity": ("lantern.cli.entity", "entity"),
     "export": ("lantern.cli.transfer", "export"),
     "import": ("lantern.cli.transfer", "import_"),
     "ingest": ("lantern.cli.evidence", "ingest"),

@@ -132,6 +132,13 @@ def ingest(
 @click.option("--until", metavar="TIME", help="Chunks ingested before this time.")
 @click.option("--mode", type=click.Choice(SEARCH_MODES), help=MODE_HELP)
 @click.option("--model", metavar="NAME", help=MODEL_HELP)
+@click.option(
+    "--entity",
+    "entities",
+    multiple=True,
+    metavar="KIND:NAME",
+    help="Only chunks linked to this entity (KIND:NAME or ent_ id). Repeatable: any of them.",
+)
 @click.option("--limit", type=int, default=20, show_default=True, help="At most this many hits.")
 @click.option(
     "--raw",
@@ -150,6 +157,7 @@ def search(
     until: str | None,
     mode: str | None,
     model: str | None,
+    entities: tuple[str, ...],
     limit: int,
     raw: bool,
     explain: bool,
@@ -178,6 +186,7 @@ def search(
         raw=raw,
         mode=mode,
         model=model,
+        entity=list(entities),
     )
     search_notes(hits.summary, "chunks", explain=explain)
     if as_json:

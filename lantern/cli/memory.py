@@ -60,6 +60,9 @@ _expiry_options = _options(
     click.option("--expires-at", metavar="TIME", help="Unix seconds or ISO-8601 (naive is UTC)."),
     click.option("--no-expiry", is_flag=True, help="Remove the expiry time."),
 )
+_ENTITY_HELP = (
+    "An entity the record is about, KIND:NAME (person:Ada Lovelace, project:lantern). Repeatable."
+)
 _REF_HELP = (
     "Evidence reference, TYPE:ID (chunk:chk_..., source:src_..., session:...) "
     "or a JSON object with a 'type'. Repeatable."
@@ -93,6 +96,13 @@ _filter_options = _options(
         help="Only records citing REF (TYPE:ID). Repeatable: any of them.",
     ),
     click.option(
+        "--entity",
+        "entities",
+        multiple=True,
+        metavar="KIND:NAME",
+        help="Only records linked to this entity (KIND:NAME or ent_ id). Repeatable: any of them.",
+    ),
+    click.option(
         "--include-expired", is_flag=True, help="Also records whose expires_at has passed."
     ),
     click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first."),
@@ -119,6 +129,7 @@ def _filters(params: dict[str, Any]) -> dict[str, Any]:
         "updated_since": params["updated_since"],
         "updated_before": params["updated_before"],
         "cites": list(params["cites"]),
+        "entity": list(params["entities"]),
         "include_expired": params["include_expired"],
         "offset": params["offset"],
         "after": params["after"],
@@ -135,6 +146,7 @@ def _filters(params: dict[str, Any]) -> dict[str, Any]:
 @click.option("--expires-at", metavar="TIME", help="Unix seconds or ISO-8601 (naive is UTC).")
 @click.option("--supersedes", "supersedes_id", metavar="ID", help="Record this one replaces.")
 @click.option("--source-ref", "source_refs", multiple=True, metavar="REF", help=_REF_HELP)
+@click.option("--entity", "entities", multiple=True, metavar="KIND:NAME", help=_ENTITY_HELP)
 @_allow_dangling
 @json_option
 @click.pass_context
@@ -149,6 +161,7 @@ def add_command(
     expires_at: str | None,
     supersedes_id: str | None,
     source_refs: tuple[str, ...],
+    entities: tuple[str, ...],
     allow_dangling: bool,
     as_json: bool,
 ) -> None:
@@ -175,11 +188,12 @@ def add_command(
         supersedes_id=supersedes_id,
         source_refs=list(source_refs),
         allow_dangling=allow_dangling,
+        entities=list(entities),
     )
     if not created:
         note(
             f"an identical memory is already stored as {record.id} (status {record.status}); "
-            "nothing was changed"
+            + ("its entities were added to it" if entities else "nothing was changed")
         )
     if as_json:
         emit_json(record.to_json())
@@ -258,6 +272,13 @@ def update_command(
     metavar="REF",
     help=_REF_HELP + " Given, they replace the old record's references.",
 )
+@click.option(
+    "--entity",
+    "entities",
+    multiple=True,
+    metavar="KIND:NAME",
+    help=_ENTITY_HELP + " Given, they replace the old record's entities.",
+)
 @_allow_dangling
 @json_option
 @click.pass_context
@@ -273,6 +294,7 @@ def supersede_command(
     expires_at: str | None,
     no_expiry: bool,
     source_refs: tuple[str, ...],
+    entities: tuple[str, ...],
     allow_dangling: bool,
     as_json: bool,
 ) -> None:
@@ -295,6 +317,7 @@ def supersede_command(
         clear_expiry=no_expiry,
         source_refs=list(source_refs) if source_refs else None,
         allow_dangling=allow_dangling,
+        entities=list(entities) if entities else None,
     )
     if as_json:
         emit_json(record.to_json())
@@ -421,15 +444,20 @@ def show_command(ctx: click.Context, record_id: str, with_chain: bool, as_json: 
     """
     lantern = open_lantern(ctx)
     if as_json and not with_chain:
-        emit_json(lantern.memory.get(record_id).to_json())
+        record = lantern.memory.get(record_id)
+        entities = lantern.memory.entities(record.id)
+        emit_json({**record.to_json(), "entities": [entity.to_json() for entity in entities]})
         return
     chain = lantern.memory.chain(record_id)
+    entities = lantern.memory.entities(chain.record.id)
     if as_json:
-        emit_json(chain.to_json())
+        emit_json({**chain.to_json(), "entities": [entity.to_json() for entity in entities]})
         return
     show_record(chain.record)
     click.echo(f"{'replaces:':<15}{' <- '.join(chain.replaces) or '-'}")
     click.echo(f"{'replaced_by:':<15}{' -> '.join(chain.replaced_by) or '-'}")
+    named = ", ".join(f"{entity.kind}:{entity.name}" for entity in entities)
+    click.echo(f"{'entities:':<15}{named or '-'}")
 
 
 @memory.command("history")

@@ -22,17 +22,36 @@ from lantern.errors import InvalidInput, StoreIOError
 )
 @click.option("--memories", is_flag=True, help="Export memory records and their history.")
 @click.option("--evidence", is_flag=True, help="Export sources, chunks, entities, embeddings.")
+@click.option(
+    "--to",
+    "to_format",
+    type=click.Choice(["lantern", "mcp-memory"]),
+    default="lantern",
+    show_default=True,
+    help="lantern: Lantern's own format; mcp-memory: the memory.jsonl knowledge graph of the "
+    "MCP reference memory server (from the active memory records).",
+)
 @click.pass_context
-def export(ctx: click.Context, scopes: tuple[str, ...], memories: bool, evidence: bool) -> None:
+def export(
+    ctx: click.Context, scopes: tuple[str, ...], memories: bool, evidence: bool, to_format: str
+) -> None:
     """Write the store as JSON Lines on stdout (both parts unless one is named).
 
     The format is stable and documented in the manual (docs/json.md, "Export format");
-    `lantern import` reads it back.
+    `lantern import` reads it back. With --to mcp-memory, the memory records' entities,
+    observations and relations are written as the MCP memory server's memory.jsonl.
 
         lantern export --memories --scope 'project:lantern/*' > lantern-memories.jsonl
     """
-    both = not memories and not evidence
     out = sys.stdout.buffer
+    if to_format == "mcp-memory":
+        if memories or evidence:
+            raise click.UsageError("--memories and --evidence apply to --to lantern")
+        lines = open_lantern(ctx).export_mcp_memory(out, scope=scopes)
+        out.flush()
+        note(f"exported {lines} lines of a knowledge graph")
+        return
+    both = not memories and not evidence
     report = open_lantern(ctx).export_jsonl(
         out, scope=scopes, memories=memories or both, evidence=evidence or both
     )
@@ -43,17 +62,63 @@ def export(ctx: click.Context, scopes: tuple[str, ...], memories: bool, evidence
 
 @click.command("import")
 @click.argument("file", metavar="FILE")
+@click.option(
+    "--from",
+    "from_format",
+    type=click.Choice(["lantern", "mcp-memory", "mem0"]),
+    default="lantern",
+    show_default=True,
+    help="lantern: a Lantern export; mcp-memory: the MCP reference memory server's "
+    "memory.jsonl; mem0: the JSON of mem0's get_all().",
+)
+@click.option(
+    "--scope",
+    metavar="SCOPE",
+    help="With --from mcp-memory: the scope of the records (default global); with --from "
+    "mem0: the scope of memories that name no user, agent or run.",
+)
+@click.option("--dry-run", is_flag=True, help="Say what would be written, and write nothing.")
 @json_option
 @click.pass_context
-def import_(ctx: click.Context, file: str, as_json: bool) -> None:
+def import_(
+    ctx: click.Context,
+    file: str,
+    from_format: str,
+    scope: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Add what an export (FILE, or - for stdin) holds and the store does not.
 
-    Idempotent by id: anything already stored is left as it is. All or nothing: an error in
-    any line changes nothing.
+    Idempotent: anything already stored is left as it is. All or nothing: an error in any
+    line changes nothing, and names the line. --from reads the files of other memory
+    systems (the mapping is in the manual, docs/entities.md).
 
         lantern import lantern-memories.jsonl
+
+        lantern import --from mcp-memory ~/.mcp/memory.jsonl --scope user:ada --dry-run
     """
-    lantern = open_lantern(ctx, create=True)
+    if from_format == "lantern" and (scope is not None or dry_run):
+        raise click.UsageError("--scope and --dry-run apply to --from mcp-memory and mem0")
+    lantern = open_lantern(ctx, create=not dry_run)
+    if from_format != "lantern":
+        call = lantern.import_mcp_memory if from_format == "mcp-memory" else lantern.import_mem0
+        if file == "-":
+            foreign = call(sys.stdin.buffer, scope=scope or "global", dry_run=dry_run)
+        else:
+            with _open(file) as stream:
+                foreign = call(stream, scope=scope or "global", dry_run=dry_run)
+        if as_json:
+            emit_json(foreign.to_json())
+            return
+        read = ", ".join(f"{n} {kind}" for kind, n in foreign.read.items())
+        verb = "would add" if dry_run else "added"
+        click.echo(
+            f"read {read}: {verb} {foreign.added} memory records, {foreign.present} already present"
+        )
+        for kind, n in foreign.ignored.items():
+            note(f"left out {n} {kind} (not memories)")
+        return
     if file == "-":
         report = lantern.import_jsonl(sys.stdin.buffer)
     else:

@@ -10,8 +10,9 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, Select, bindparam, func, select
 
+from lantern.entities.records import EntityRef
 from lantern.errors import NotFound
-from lantern.evidence.records import Chunk, EmbeddingInfo, EntityRef, Source, freeze_metadata
+from lantern.evidence.records import Chunk, EmbeddingInfo, Source, freeze_metadata
 from lantern.store.models import chunk_entities, chunks, embeddings, entities, sources
 from lantern.store.prepared import Prepared
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from lantern.entities.records import EntityRef
 from lantern.retrieval.modes import SearchSummary
 from lantern.validation import JSONObject
 
@@ -19,19 +20,6 @@ from lantern.validation import JSONObject
 def freeze_metadata(value: object) -> Mapping[str, Any]:
     """A read-only view of stored metadata; anything but a JSON object (legacy NULL, '') is {}."""
     return MappingProxyType(dict(value) if isinstance(value, Mapping) else {})
-
-
-@dataclass(frozen=True, slots=True)
-class EntityRef:
-    """An entity a chunk mentions (legacy generation-2 stores), shown with the chunk."""
-
-    id: str
-    name: str
-    kind: str
-
-    def to_json(self) -> JSONObject:
-        """`{"id", "name", "kind"}`."""
-        return {"id": self.id, "name": self.name, "kind": self.kind}
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, or_, select
 
 from lantern import validation
+from lantern.entities import names as entity_names
 from lantern.errors import InvalidInput, NotFound
 from lantern.evidence import inputs
 from lantern.evidence.chunking import DEFAULT_TARGET_SIZE
@@ -50,11 +51,11 @@ from lantern.evidence.writing import (
     delete_sources,
     detect_text_kind,
     file_document,
-    serialize_writers,
     write_documents,
 )
 from lantern.retrieval.modes import KEYWORD_MODES, SEARCH_MODES, SearchMode, SearchSummary
 from lantern.retrieval.query import ParsedQuery, parse_query
+from lantern.store.dialect import serialize_writers
 from lantern.store.engine import Store, now
 from lantern.store.models import chunks, sources
 
@@ -217,6 +218,7 @@ class EvidenceRepository:
         raw: bool = False,
         mode: str | None = None,
         model: str | None = None,
+        entity: Any = None,
     ) -> SearchResults:
         """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`).
 
@@ -226,7 +228,8 @@ class EvidenceRepository:
         None, the default, is `hybrid` where semantic search can run and `any` where it cannot
         (`lantern.retrieval.modes`). `kind` and `source` (a source id or a URI prefix) take one
         value or several (any of them matches); `since`/`until` bound the time a chunk was
-        ingested (`since` <= created_at < `until`). A query with nothing searchable returns no
+        ingested (`since` <= created_at < `until`); `entity` keeps the chunks linked to any of these
+        entities (`KIND:NAME` or ids). A query with nothing searchable returns no
         hits. With `raw`, the query goes to the engine as it is (FTS5 or `to_tsquery` syntax;
         the mode is then `keyword`, the engine's own), and a malformed one raises
         `InvalidInput`. The result's `summary` says which mode ran, with which model, and how
@@ -247,6 +250,7 @@ class EvidenceRepository:
             sources=tuple(inputs.filter_values("source", source)),
             since=None if since is None else validation.timestamp("since", since),
             until=None if until is None else validation.timestamp("until", until),
+            entities=tuple(entity_names.id_of(key) for key in entity_names.keys(entity)),
         )
         checked_limit = validation.limit(limit)
         if not isinstance(query, str):

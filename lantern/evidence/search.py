@@ -51,6 +51,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnClause
 
+from lantern.entities.filters import chunk_clause
 from lantern.errors import InvalidInput, LanternError
 from lantern.evidence.records import SearchHit
 from lantern.retrieval.modes import SearchMode
@@ -102,6 +103,8 @@ class SearchFilters:
     """Chunks ingested at or after this time (unix seconds)."""
     until: int | None = None
     """Chunks ingested before this time (unix seconds)."""
+    entities: tuple[str, ...] = ()
+    """Entity ids: a chunk qualifies when it is linked to any of them."""
 
     def values(self) -> dict[str, Any]:
         """The bound values of `clauses`, named; their names are the shape of the SQL."""
@@ -115,6 +118,8 @@ class SearchFilters:
             found["since"] = self.since
         if self.until is not None:
             found["until"] = self.until
+        for i, entity in enumerate(self.entities):
+            found[f"entity_{i}"] = entity
         return found
 
     def clauses(self) -> list[ColumnElement[bool]]:
@@ -140,6 +145,9 @@ class SearchFilters:
             found.append(chunks.c.created_at >= _bound(values, "since"))
         if self.until is not None:
             found.append(chunks.c.created_at < _bound(values, "until"))
+        if self.entities:
+            binds = [_bound(values, f"entity_{i}") for i in range(len(self.entities))]
+            found.append(chunk_clause(binds))
         return found
 
 

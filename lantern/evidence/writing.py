@@ -2,9 +2,12 @@
 
 Statements are SQLAlchemy Core against the legacy tables, written in batches (`executemany`),
 because ingest is the hot path that benchmarks compare with raw `sqlite3`. A changed source
-keeps the rows of its unchanged chunks (see `lantern.evidence.chunkplan`). A chunk whose
-searchable text differs from its text (a transcript's) gets its row in `chunk_search_text`
-just before the chunk is inserted (see `lantern.evidence.searchindex`).
+keeps the rows of its unchanged chunks (see `lantern.evidence.chunkplan`), and with them their
+entity links. A chunk whose searchable text differs from its text (a transcript's) gets its row
+in `chunk_search_text` just before the chunk is inserted (see `lantern.evidence.searchindex`).
+The entities a new chunk mentions are extracted from its searchable text and linked just after
+it (`lantern.entities`), in the same transaction; the entities that only removed chunks
+named go with them.
 """
 
 from __future__ import annotations
@@ -14,8 +17,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, text, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
+from lantern.entities import links as entity_links
+from lantern.entities.extraction import EXTRACTOR_VERSION, extract
+from lantern.entities.names import EntityName
 from lantern.evidence import searchindex
 from lantern.evidence.chunking import ChunkSpan, chunk_source
 from lantern.evidence.chunkplan import appended_at, assign_ordinals, following_ordinals
@@ -25,12 +31,11 @@ from lantern.evidence.records import IngestResult, Source, freeze_metadata
 from lantern.evidence.searchtext import search_text
 from lantern.evidence.sourcekinds import detect_kind, language_for, parse_transcript
 from lantern.semantic.storage import chunk_vectors_changed, delete_chunk_vectors
+from lantern.store.dialect import serialize_writers
 from lantern.store.ids import chunk_id, source_id
-from lantern.store.models import chunk_entities, chunks, embeddings, sources
+from lantern.store.models import chunk_entities, chunks, embeddings, entity_scans, sources
 from lantern.store.prepared import Prepared
 from lantern.validation import canonical_json
-
-_WRITER_LOCK = 7460771115  # PostgreSQL advisory lock: evidence writers take turns, as on SQLite
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,15 +78,17 @@ class Writes:
     """`chunk_search_text` rows of inserted chunks, written before them."""
     search_changes: list[tuple[str, str | None]] = field(default_factory=list)
     """Kept chunks whose searchable text changes with their source's kind."""
+    mentions: list[tuple[str, EntityName]] = field(default_factory=list)
+    """`(chunk id, entity)` of the inserted chunks, linked after them."""
 
     def execute(self, conn: Connection) -> None:
         # Deletes first: a new chunk may take the ordinal of a removed one.
+        named: set[str] = set()
         if self.chunk_deletes:
+            named = entity_links.of_chunks(conn, self.chunk_deletes)
             doomed = [{"b_id": chunk} for chunk in self.chunk_deletes]
-            conn.execute(
-                delete(chunk_entities).where(chunk_entities.c.chunk_id == bindparam("b_id")),
-                doomed,
-            )
+            for links in (chunk_entities, entity_scans):
+                conn.execute(delete(links).where(links.c.chunk_id == bindparam("b_id")), doomed)
             delete_chunk_vectors(conn, self.chunk_deletes)
             conn.execute(delete(chunks).where(chunks.c.id == bindparam("b_id")), doomed)
         _INSERT_SOURCES.execute_many(conn, self.source_inserts)
@@ -114,6 +121,9 @@ class Writes:
         delete_chunk_vectors(conn, [chunk for chunk, _text in self.search_changes])
         searchindex.write(conn, self.search_inserts)
         _INSERT_CHUNKS.execute_many(conn, self.chunk_inserts)
+        inserted = [row["id"] for row in self.chunk_inserts]
+        entity_links.link_found(conn, self.mentions, inserted, EXTRACTOR_VERSION)
+        entity_links.prune(conn, named)
 
 
 # Every column given: the rows of a batch go to the driver's executemany
@@ -198,6 +208,8 @@ def _plan(
         inserted += 1
         if searchable is not None:
             writes.search_inserts.append({"chunk_id": new_id, "text": searchable})
+        found = extract(span.text if searchable is None else searchable, document.kind)
+        writes.mentions.extend((new_id, entity) for entity in found)
         writes.chunk_inserts.append(
             {
                 "id": new_id,
@@ -303,7 +315,8 @@ def _stored_chunks(conn: Connection, source_ids: list[str]) -> dict[str, list[St
 
 
 def delete_sources(conn: Connection, ids: list[str]) -> int:
-    """Delete sources with their chunks, entity links and embeddings; the count deleted.
+    """Delete sources with their chunks, entity links, scans and embeddings, and the entities
+    that only they named; the count deleted.
 
     The foreign keys cascade too, but saying it here keeps the rule visible and independent of
     whether a connection has foreign keys switched on.
@@ -311,21 +324,21 @@ def delete_sources(conn: Connection, ids: list[str]) -> int:
     removed = 0
     for batch in batches(ids):
         of_sources = select(chunks.c.id).where(chunks.c.source_id.in_(batch))
-        conn.execute(delete(chunk_entities).where(chunk_entities.c.chunk_id.in_(of_sources)))
+        named = set(
+            conn.execute(
+                select(chunk_entities.c.entity_id)
+                .where(chunk_entities.c.chunk_id.in_(of_sources))
+                .distinct()
+            ).scalars()
+        )
+        for links in (chunk_entities, entity_scans):
+            conn.execute(delete(links).where(links.c.chunk_id.in_(of_sources)))
         vectors = conn.execute(delete(embeddings).where(embeddings.c.chunk_id.in_(of_sources)))
         chunk_vectors_changed(conn, vectors.rowcount)
         conn.execute(delete(chunks).where(chunks.c.source_id.in_(batch)))
         removed += conn.execute(delete(sources).where(sources.c.id.in_(batch))).rowcount
+        entity_links.prune(conn, named)
     return removed
-
-
-def serialize_writers(conn: Connection) -> None:
-    """Make evidence writers take turns on PostgreSQL, as `BEGIN IMMEDIATE` does on SQLite.
-
-    Two ingests of the same new file would otherwise both insert it and one would fail.
-    """
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _WRITER_LOCK})
 
 
 def file_document(read: FileText, kind: str | None, extra: dict[str, Any]) -> Document:

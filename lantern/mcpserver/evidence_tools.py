@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from lantern.evidence.records import IngestSummary
 from lantern.mcpserver import outputs
 from lantern.mcpserver.spec import (
+    ENTITY_FILTER,
     FLAG,
     MODE,
     MODE_HELP,
@@ -124,6 +125,7 @@ EVIDENCE_TOOLS = (
                 ),
                 "since": described(TIME, f"Chunks ingested at or after this time: {TIME_HELP}."),
                 "until": described(TIME, f"Chunks ingested before this time: {TIME_HELP}."),
+                "entity": ENTITY_FILTER,
                 "limit": limit(20),
                 "raw": described(
                     FLAG,

@@ -12,6 +12,8 @@ from lantern.mcpserver import outputs
 from lantern.mcpserver.spec import (
     CONFIDENCE,
     CONTENT,
+    ENTITY,
+    ENTITY_FILTER,
     FLAG,
     KIND,
     MODE,
@@ -91,8 +93,11 @@ def _restore(lt: Lantern, args: Args) -> ToolOutput:
 
 def _show(lt: Lantern, args: Args) -> ToolOutput:
     if args.get("chain", False):
-        return ToolOutput(lt.memory.chain(args["id"]).to_json())
-    return _record(lt.memory.get(args["id"]))
+        shown = lt.memory.chain(args["id"]).to_json()
+    else:
+        shown = lt.memory.get(args["id"]).to_json()
+    entities = lt.memory.entities(shown["id"])
+    return ToolOutput({**shown, "entities": [entity.to_json() for entity in entities]})
 
 
 def _history(lt: Lantern, args: Args) -> ToolOutput:
@@ -170,6 +175,7 @@ _FILTERS: dict[str, Schema] = {
         {**REF, "description": "TYPE:ID, e.g. chunk:chk_..."},
         "Only records citing any of these references.",
     ),
+    "entity": ENTITY_FILTER,
     "include_expired": described(FLAG, "Also records whose expires_at has passed."),
     "offset": OFFSET,
     "after": {
@@ -209,6 +215,11 @@ MEMORY_TOOLS = (
                 "expires_at": _EXPIRES_AT,
                 "supersedes": described(RECORD_ID, "The id of a record this one replaces."),
                 "source_refs": listed(REF, "References to the evidence behind this memory."),
+                "entities": listed(
+                    ENTITY,
+                    "Entities the record is about, KIND:NAME (person:Ada Lovelace); linked to "
+                    "the stored record too when an identical one exists.",
+                ),
                 "allow_dangling": _ALLOW_DANGLING,
             },
             "content",
@@ -288,9 +299,9 @@ MEMORY_TOOLS = (
         name="lantern_memory_show",
         title="Show a memory record",
         description=(
-            f"Show one memory record: {_RECORD_SHAPE}. With chain, also 'replaces' and "
-            "'replaced_by': the ids of the records it replaced and that replaced it, nearest "
-            "first."
+            f"Show one memory record: {_RECORD_SHAPE}, then entities (each id, name, kind). "
+            "With chain, also 'replaces' and 'replaced_by': the ids of the records it replaced "
+            "and that replaced it, nearest first."
         ),
         input_schema=arguments({**_ID, "chain": described(FLAG, "Add the supersede chain.")}, "id"),
         run=_show,

@@ -55,10 +55,15 @@ RECORD_FIELDS: dict[str, Schema] = {
 RECORD = _object(RECORD_FIELDS)
 """A memory record, as `memory show --json` prints it."""
 
+ENTITY_REF = _object({"id": _STR, "name": _STR, "kind": _STR})
+"""An entity as a chunk or a record shows it."""
+
 SHOWN_RECORD = _object(
-    {**RECORD_FIELDS, "replaces": _IDS, "replaced_by": _IDS}, "replaces", "replaced_by"
+    {**RECORD_FIELDS, "replaces": _IDS, "replaced_by": _IDS, "entities": _array(ENTITY_REF)},
+    "replaces",
+    "replaced_by",
 )
-"""A record, with its supersede chain when asked for."""
+"""A record with its entities, and its supersede chain when asked for."""
 
 RECORD_PAGE = _object(
     {
@@ -192,3 +197,54 @@ INGESTED = _object(
     }
 )
 """The counts of `ingest --json`, and the source that was stored."""
+
+_ENTITY_FIELDS: dict[str, Schema] = {
+    "id": _STR,
+    "name": _STR,
+    "kind": _STR,
+    "chunk_count": _INT,
+    "memory_count": _INT,
+}
+
+ENTITIES = _object({"entities": _array(_object(_ENTITY_FIELDS))})
+"""`entity list --json`, wrapped in an object."""
+
+SHOWN_ENTITY = _object(
+    {
+        **_ENTITY_FIELDS,
+        "chunks": _array(
+            _object(
+                {
+                    "chunk_id": _STR,
+                    "source_id": _STR,
+                    "uri": _STR,
+                    "ordinal": _INT,
+                    "start_offset": _OFFSET,
+                    "end_offset": _OFFSET,
+                    "excerpt": _STR,
+                }
+            )
+        ),
+        "memories": _array(RECORD),
+        "next_cursor": _nullable(_STR),
+    }
+)
+"""`entity show --json`: the entity, a page of its chunks and of its records."""
+
+LINK_CHANGES = _object(
+    {
+        "changes": _array(
+            {
+                "type": "object",
+                "properties": {
+                    "entity": ENTITY_REF,
+                    "chunk_id": _STR,
+                    "record_id": _STR,
+                    "changed": {"type": "boolean"},
+                },
+                "required": ["entity", "changed"],
+            }
+        )
+    }
+)
+"""What an attach or a detach did, one change per entity."""

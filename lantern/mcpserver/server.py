@@ -48,6 +48,7 @@ from lantern import __version__
 from lantern.errors import LanternError, NoStore, NotFound
 from lantern.loading import loading
 from lantern.mcpserver import arguments, resources
+from lantern.mcpserver.entity_tools import ENTITY_TOOLS
 from lantern.mcpserver.evidence_tools import EVIDENCE_TOOLS
 from lantern.mcpserver.memory_tools import MEMORY_TOOLS
 from lantern.mcpserver.spec import ToolOutput, ToolSpec
@@ -57,7 +58,7 @@ from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 if TYPE_CHECKING:
     from lantern.api import Lantern
 
-TOOLS: tuple[ToolSpec, ...] = MEMORY_TOOLS + EVIDENCE_TOOLS
+TOOLS: tuple[ToolSpec, ...] = MEMORY_TOOLS + EVIDENCE_TOOLS + ENTITY_TOOLS
 WORKERS = 4
 """Tool calls running at once: SQLite in WAL mode reads beside one writer, and a write waiting
 for the lock must not hold up the reads behind it."""

@@ -152,3 +152,17 @@ OFFSET: Schema = {
     "default": 0,
     "description": "Skip this many first results.",
 }
+
+
+ENTITY: Schema = {
+    "type": "string",
+    "minLength": 3,
+    "maxLength": 2100,
+    "description": "An entity: KIND:NAME (person:Ada Lovelace, url:https://example.org, "
+    "issue:#12) or an entity id (ent_ and 16 hex digits).",
+}
+ENTITY_FILTER: Schema = {
+    "type": "array",
+    "items": ENTITY,
+    "description": "Only what is linked to one of these entities (KIND:NAME or ent_ ids).",
+}

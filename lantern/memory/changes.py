@@ -9,11 +9,13 @@ references never disagree.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, bindparam, func, literal_column, select, update
 
+from lantern.entities import links as entity_links
+from lantern.entities.names import EntityName
 from lantern.errors import Conflict
 from lantern.memory import fts, history, identity, refs
 from lantern.memory.records import MemoryRecord
@@ -64,7 +66,27 @@ def _row(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
-def insert_records(conn: Connection, records: list[MemoryRecord]) -> set[str]:
+Named = Mapping[str, Sequence[EntityName]]
+"""The entities of records being inserted, by record id."""
+
+
+def _link_entities(
+    conn: Connection, written: list[MemoryRecord], named: Named
+) -> dict[str, list[str]]:
+    """Link the written records to their entities; each record's entities as `KIND:NAME`."""
+    wanted = [entity for record in written for entity in named.get(record.id, ())]
+    if not wanted:
+        return {}
+    ids = entity_links.ensure(conn, wanted)
+    entity_links.link_records(
+        conn, [(record.id, ids[e]) for record in written for e in named.get(record.id, ())]
+    )
+    return {record.id: [str(e) for e in named.get(record.id, ())] for record in written}
+
+
+def insert_records(
+    conn: Connection, records: list[MemoryRecord], named: Named | None = None
+) -> set[str]:
     """Store the records whose ids and identities are free (one statement per table); the ids
     that went in.
 
@@ -90,11 +112,14 @@ def insert_records(conn: Connection, records: list[MemoryRecord]) -> set[str]:
     written = [record for record in records if record.id in inserted]
     fts.index(conn, [(record.id, record.content) for record in written])
     refs.write(conn, [(record.id, record.source_refs) for record in written])
-    history.append(conn, [history.created(record) for record in written])
+    linked = _link_entities(conn, written, named or {})
+    history.append(conn, [history.created(record, linked.get(record.id, ())) for record in written])
     return inserted
 
 
-def insert_record(conn: Connection, record: MemoryRecord) -> bool:
+def insert_record(
+    conn: Connection, record: MemoryRecord, entities: Sequence[EntityName] = ()
+) -> bool:
     """Store a new record with its search row, reference rows and `created` entry.
 
     False when its id or identity is taken (the insert skips existing keys, so that concurrent
@@ -104,7 +129,8 @@ def insert_record(conn: Connection, record: MemoryRecord) -> bool:
         return False
     fts.index(conn, [(record.id, record.content)])
     refs.write(conn, [(record.id, record.source_refs)])
-    history.append(conn, [history.created(record)])
+    linked = _link_entities(conn, [record], {record.id: entities})
+    history.append(conn, [history.created(record, linked.get(record.id, ()))])
     return True
 
 
@@ -112,7 +138,12 @@ _MAX_ATTEMPTS = 1_000
 
 
 def insert_new(
-    conn: Connection, record: MemoryRecord, scopes: ScopePolicy, *, first_attempt: int = 0
+    conn: Connection,
+    record: MemoryRecord,
+    scopes: ScopePolicy,
+    *,
+    first_attempt: int = 0,
+    entities: Sequence[EntityName] = (),
 ) -> tuple[MemoryRecord, bool]:
     """Store a new record under the first free id its text gives (`memory_id`); or, when a
     record already says the same, that record and False.
@@ -127,7 +158,7 @@ def insert_new(
             candidate = dataclasses.replace(
                 record, id=memory_id(record.scope, record.kind, record.content, attempt)
             )
-        if insert_record(conn, candidate):
+        if insert_record(conn, candidate, entities):
             return candidate, True
         stored = identity.holder(conn, says, scopes)
         if stored is not None:

@@ -15,6 +15,8 @@ from typing import Any
 from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, or_, true
 
 from lantern import validation
+from lantern.entities import names as entity_names
+from lantern.entities.filters import record_clause
 from lantern.errors import InvalidInput
 from lantern.memory.refs import cites_clause
 from lantern.store.models import memory_records as table
@@ -57,6 +59,8 @@ class MemoryFilter:
     include_expired: bool = False
     through_chunks: bool = False
     """A cited `source:ID` also matches records citing that source's chunks."""
+    entities: tuple[str, ...] = ()
+    """Entity ids: a record matches when it is linked to any of them."""
 
     @classmethod
     def build(
@@ -72,9 +76,11 @@ class MemoryFilter:
         updated_before: int | str | None = None,
         cites: Any = None,
         include_expired: bool = False,
+        entity: Any = None,
     ) -> MemoryFilter:
         cited = [] if cites is None else [cites] if isinstance(cites, str | dict) else cites
         return cls(
+            entities=tuple(entity_names.id_of(key) for key in entity_names.keys(entity)),
             scopes=tuple(validation.scope_pattern(value) for value in _as_list(scope)),
             kinds=tuple(validation.kind(value) for value in _as_list(kind)),
             status=validation.status_filter(status),
@@ -113,6 +119,9 @@ class MemoryFilter:
             )
         if self.cites:
             parts.append(_cites_part(self.cites, self.through_chunks))
+        if self.entities:
+            values = {f"entity_{i}": entity for i, entity in enumerate(self.entities)}
+            parts.append((values, lambda v: record_clause([bound(v, key) for key in v])))
         if not self.include_expired:
             parts.append(({"at": at}, _unexpired))
         return Conditions.of(parts, extra=(dialect, self._source_cites()))

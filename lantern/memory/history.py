@@ -10,7 +10,7 @@ reads back byte for byte the same from either engine, and exports compare across
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select
@@ -68,10 +68,14 @@ def entry(
     return {"record_id": record_id, "event": event, "at": at, "changes": canonical_json(changes)}
 
 
-def created(record: MemoryRecord) -> Row:
+def created(record: MemoryRecord, entities: Sequence[str] = ()) -> Row:
+    """The `created` entry: every field, and the record's entities (`KIND:NAME`) if any."""
     # Built in canonical order directly: the hottest entry (every add), and re-ordering a
     # whole record's fields cost a quarter of a bulk add.
-    changes = {"after": fields(record), "before": None}
+    after = fields(record)
+    if entities:
+        after = canonical_json({**after, "entities": sorted(entities)})
+    changes = {"after": after, "before": None}
     return {"record_id": record.id, "event": "created", "at": record.created_at, "changes": changes}
 
 

@@ -6,6 +6,7 @@ import dataclasses
 
 from sqlalchemy import delete, select, update
 
+from lantern.entities import links as entity_links
 from lantern.errors import Conflict, NotFound, PolicyRefused
 from lantern.memory import fts, history, identity, vectors
 from lantern.memory.chains import successor_id
@@ -95,6 +96,9 @@ class MemoryLifecycle(RepositoryCore):
     def forget(self, record_id: str) -> ForgetReport:
         """Delete a record for good, its content included, leaving a `forgotten` history entry.
 
+        Its entity links go with it, and so do the entities that nothing else names (their
+        names may be part of what is forgotten).
+
         On SQLite the content also leaves the file: the write runs with `secure_delete` (deleted
         rows and freed pages are zeroed), the search index is merged so that no old segment
         keeps the words, the record's earlier history entries (which hold its content) are
@@ -139,6 +143,7 @@ class MemoryLifecycle(RepositoryCore):
             fts.unindex(conn, record_id)
             vectors.invalidate(conn, record_id)  # a vector says something of the content too
             conn.execute(delete(refs_table).where(refs_table.c.record_id == record_id))
+            entity_links.forget_record(conn, record_id)
             conn.execute(delete(table).where(table.c.id == record_id))
             identity.release(conn, identity.of(record))
             history.forget(conn, record, at)

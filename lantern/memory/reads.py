@@ -10,6 +10,8 @@ from typing import Any
 from sqlalchemy import Select, bindparam, select, union_all
 
 from lantern import validation
+from lantern.entities import links as entity_links
+from lantern.entities.records import EntityRef
 from lantern.errors import InvalidInput
 from lantern.memory import fts, history, refs, search
 from lantern.memory.chains import successor, walk
@@ -47,6 +49,7 @@ from lantern.store.models import memory_records as table
 
 # Inside the class, `list` names its method.
 DanglingRefs = list[DanglingRef]
+EntityRefs = list[EntityRef]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +114,14 @@ class MemoryReads(RepositoryCore):
         updated_before: int | str | None = None,
         cites: Any = None,
         after: str | None = None,
+        entity: Any = None,
     ) -> Page:
         """Records in the documented order (see LIST_ORDER), filtered by visible fields only.
 
         `scope` entries ending in `*` match by prefix. `cites` takes references (`TYPE:ID`) and
-        keeps records citing any of them. `after` continues from a page's `next_cursor`.
+        keeps records citing any of them; `entity` takes entities (`KIND:NAME` or an entity
+        id) and keeps records linked to any of them. `after` continues from a page's
+        `next_cursor`.
         """
         filters = MemoryFilter.build(
             scope=scope,
@@ -128,6 +134,7 @@ class MemoryReads(RepositoryCore):
             updated_before=updated_before,
             cites=cites,
             include_expired=include_expired,
+            entity=entity,
         )
         return self._page(filters, limit=limit, offset=offset, after=after)
 
@@ -225,6 +232,7 @@ class MemoryReads(RepositoryCore):
         updated_before: int | str | None = None,
         cites: Any = None,
         after: str | None = None,
+        entity: Any = None,
     ) -> Page:
         """Search over content: `MemoryMatch`es (record, score, higher is better, and origin).
 
@@ -258,6 +266,7 @@ class MemoryReads(RepositoryCore):
             updated_before=updated_before,
             cites=cites,
             include_expired=include_expired,
+            entity=entity,
         )
         limit = validation.limit(limit)
         offset = validation.offset(offset)
@@ -401,6 +410,12 @@ class MemoryReads(RepositoryCore):
         conditions = filters.conditions(self._store.dialect, now())
         fingerprint = search_fingerprint(record.id, f"similar@{plan.model}", "relevance", filters)
         return similar_records(self, record, plan, conditions, limit, fingerprint)
+
+    def entities(self, record_id: str) -> EntityRefs:
+        """The entities a record is linked to, by kind, then name (`memory show`)."""
+        with self._store.read() as conn:
+            require(conn, record_id, self._scopes)
+            return entity_links.of_record(conn, record_id)
 
     def check_refs(self) -> DanglingRefs:
         """`source` and `chunk` references that name nothing in the store any more."""

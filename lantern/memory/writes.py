@@ -15,11 +15,15 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection
 
 from lantern import validation
+from lantern.entities import links as entity_links
+from lantern.entities import names as entity_names
+from lantern.entities.names import EntityName
 from lantern.errors import Conflict, InvalidInput, LanternError, PolicyRefused
 from lantern.memory import fts, history, identity, refs, vectors
 from lantern.memory.chains import check_supersedable, successor_id
 from lantern.memory.changes import insert_new, insert_records, plain_refs, retire, set_fields
 from lantern.memory.core import RepositoryCore
+from lantern.memory.entities import attach
 from lantern.memory.records import MemoryRecord, freeze_refs
 from lantern.memory.rows import require
 from lantern.store.engine import now
@@ -47,6 +51,7 @@ class MemoryWrites(RepositoryCore):
         supersedes_id: str | None = None,
         source_refs: Sequence[Any] | None = None,
         allow_dangling: bool = False,
+        entities: Any = None,
     ) -> MemoryRecord:
         """Write a record, or return the identical one already stored (see `get_or_add`)."""
         record, _created = self.get_or_add(
@@ -60,6 +65,7 @@ class MemoryWrites(RepositoryCore):
             supersedes_id=supersedes_id,
             source_refs=source_refs,
             allow_dangling=allow_dangling,
+            entities=entities,
         )
         return record
 
@@ -76,6 +82,7 @@ class MemoryWrites(RepositoryCore):
         supersedes_id: str | None = None,
         source_refs: Sequence[Any] | None = None,
         allow_dangling: bool = False,
+        entities: Any = None,
     ) -> tuple[MemoryRecord, bool]:
         """Write a record; `(record, created)`.
 
@@ -89,8 +96,12 @@ class MemoryWrites(RepositoryCore):
         the same transaction. If a stored record already says the same, that is refused, as
         `supersede` refuses it, unless that record is the one that superseded it: then the
         call is a repeat, and changes nothing.
+
+        `entities` (`KIND:NAME` each, or a stored entity's id) are linked to the record, new
+        or already stored (see `lantern.memory.entities`).
         """
         at = now()
+        wanted = entity_names.keys(entities)
         record = _new_record(
             at,
             kind=kind,
@@ -106,41 +117,47 @@ class MemoryWrites(RepositoryCore):
         self._scopes.check_write(record.scope)
         pending = vectors.on_write(self._store, [record.content])
         with self._write() as conn:
+            named = entity_links.resolve(conn, wanted)
             old = None
             if supersedes_id is not None:
                 old = require(conn, supersedes_id, self._scopes, for_update=True)
             existing = identity.holder(conn, identity.of(record), self._scopes)
             if existing is not None:
                 if old is None or existing.supersedes_id == old.id:
-                    return existing, False
+                    return attach(conn, existing, named, at)[0], False
                 raise _identical(existing, old)
             if old is not None:
                 check_supersedable(conn, old, self._scopes)
             if not allow_dangling:
                 refs.require_resolvable(conn, record.source_refs)
-            stored, created = insert_new(conn, record, self._scopes)
+            stored, created = insert_new(conn, record, self._scopes, entities=named)
             if not created:
                 # Another writer stored the same memory between our look and our insert.
                 if old is not None and stored.supersedes_id != old.id:
                     raise _identical(stored, old)
-                return stored, False
+                return attach(conn, stored, named, at)[0], False
             if old is not None:
                 retire(conn, old, stored.id, at)
             vectors.store_pending(conn, pending, [stored])
             return stored, True
 
     def add_many(
-        self, records: Iterable[Mapping[str, Any]], *, allow_dangling: bool = False
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        allow_dangling: bool = False,
+        dry_run: bool = False,
     ) -> list[tuple[MemoryRecord, bool]]:
         """Write many records in one transaction; `(record, created)` for each, in order.
 
         Each mapping takes `add`'s keyword arguments except `supersedes_id` (a supersede is one
-        explicit operation). Every record is validated before anything is written, so a bad
-        one leaves the store unchanged. Records already stored, or repeated in the input, come
-        back unchanged with `created` False, exactly as `get_or_add` does.
+        explicit operation), `entities` included. Every record is validated before anything is
+        written, so a bad one leaves the store unchanged. Records already stored, or repeated in
+        the input, come back unchanged with `created` False, exactly as `get_or_add` does.
         """
         at = now()
         built: list[MemoryRecord] = []
+        wanted: list[list[entity_names.EntityKey]] = []
         for position, fields in enumerate(records):
             if not isinstance(fields, Mapping):
                 raise InvalidInput(f"record {position}: must be a mapping of add's arguments")
@@ -153,8 +170,10 @@ class MemoryWrites(RepositoryCore):
                 raise InvalidInput(
                     f"record {position}: unknown field(s) {', '.join(sorted(unknown))}"
                 )
+            given = dict(fields)
             try:
-                built.append(_new_record(at, **fields))
+                wanted.append(entity_names.keys(given.pop("entities", None)))
+                built.append(_new_record(at, **given))
             except TypeError as exc:
                 raise InvalidInput(f"record {position}: kind and content are required") from exc
             except InvalidInput as exc:
@@ -163,35 +182,60 @@ class MemoryWrites(RepositoryCore):
                 self._scopes.check_write(built[-1].scope)
             except PolicyRefused as exc:
                 raise PolicyRefused(f"record {position}: {exc.message}") from exc
-        pending = vectors.on_write(self._store, [record.content for record in built])
-        with self._write() as conn:
-            if not allow_dangling:
-                refs.require_resolvable(
-                    conn, [ref for record in built for ref in record.source_refs]
+        pending = None if dry_run else vectors.on_write(self._store, [r.content for r in built])
+        try:
+            with self._write() as conn:
+                results = self._store_many(conn, built, wanted, at, allow_dangling=allow_dangling)
+                if dry_run:
+                    raise _RolledBack(results)
+                vectors.store_pending(conn, pending, [stored for stored, made in results if made])
+                return results
+        except _RolledBack as rolled_back:
+            return rolled_back.results
+
+    def _store_many(
+        self,
+        conn: Connection,
+        built: list[MemoryRecord],
+        wanted: list[list[entity_names.EntityKey]],
+        at: int,
+        *,
+        allow_dangling: bool,
+    ) -> list[tuple[MemoryRecord, bool]]:
+        if not allow_dangling:
+            refs.require_resolvable(conn, [ref for record in built for ref in record.source_refs])
+        named: dict[str, list[entity_names.EntityName]] = {}
+        for record, keys in zip(built, wanted, strict=True):
+            entities = named.setdefault(record.id, [])
+            entities += [e for e in entity_links.resolve(conn, keys) if e not in entities]
+        # A new record's id is its identity's (`memory_id`): one per text.
+        distinct = list({record.id: record for record in built}.values())
+        inserted = insert_records(conn, distinct, named)
+        stored = {r.id: r for r in distinct if r.id in inserted}
+        skipped = [r for r in distinct if r.id not in inserted]
+        # Already stored (by an earlier add or another writer): read what is there. A
+        # record of that text that is not stored found its id taken by one whose content
+        # changed since; it takes the next free id.
+        held = identity.holders(conn, (identity.of(r) for r in skipped))
+        for record in skipped:
+            found = held.get(identity.of(record))
+            if found is None:
+                found, created = insert_new(
+                    conn, record, self._scopes, first_attempt=1, entities=named[record.id]
                 )
-            # A new record's id is its identity's (`memory_id`): one per text.
-            distinct = list({record.id: record for record in built}.values())
-            inserted = insert_records(conn, distinct)
-            stored = {r.id: r for r in distinct if r.id in inserted}
-            skipped = [r for r in distinct if r.id not in inserted]
-            # Already stored (by an earlier add or another writer): read what is there. A
-            # record of that text that is not stored found its id taken by one whose content
-            # changed since; it takes the next free id.
-            held = identity.holders(conn, (identity.of(r) for r in skipped))
-            for record in skipped:
-                found = held.get(identity.of(record))
-                if found is None:
-                    found, created = insert_new(conn, record, self._scopes, first_attempt=1)
-                    if created:
-                        inserted.add(record.id)
-                stored[record.id] = found
-            results: list[tuple[MemoryRecord, bool]] = []
-            for record in built:
-                created = record.id in inserted
-                inserted.discard(record.id)  # a repeat within the input is not created twice
-                results.append((stored[record.id], created))
-            vectors.store_pending(conn, pending, [stored for stored, made in results if made])
-            return results
+                if created:
+                    inserted.add(record.id)
+                else:
+                    found = attach(conn, found, named[record.id], at)[0]
+            else:
+                found = attach(conn, found, named[record.id], at)[0]
+            stored[record.id] = found
+        results: list[tuple[MemoryRecord, bool]] = []
+        for record in built:
+            created = record.id in inserted
+            inserted.discard(record.id)  # a repeat within the input is not created twice
+            results.append((stored[record.id], created))
+        return results
 
     def update(
         self,
@@ -281,9 +325,12 @@ class MemoryWrites(RepositoryCore):
         clear_expiry: bool = False,
         source_refs: Sequence[Any] | None = None,
         allow_dangling: bool = False,
+        entities: Any = None,
     ) -> MemoryRecord:
         """Replace a record: the new one (fields not given are the old one's) gets
         `supersedes_id`, the old one becomes `superseded`, both in one transaction.
+
+        The replacement is linked to the old record's entities, or to `entities` when given.
 
         Superseding a superseded record is an error that names its successor. The replacement
         must differ from the old record in scope, kind or content, and no other stored record
@@ -301,6 +348,7 @@ class MemoryWrites(RepositoryCore):
             raise InvalidInput("give either an expiry time or no expiry, not both")
         new_expiry = validation.optional_timestamp("expires_at", expires_at)
         new_refs = None if source_refs is None else validation.source_refs(source_refs)
+        new_entities = None if entities is None else entity_names.keys(entities)
         if given["scope"] is not None:
             self._scopes.check_write(given["scope"])
         at = now()
@@ -338,7 +386,13 @@ class MemoryWrites(RepositoryCore):
                 source_refs=old.source_refs if new_refs is None else freeze_refs(new_refs),
                 **fields,
             )
-            stored, created = insert_new(conn, record, self._scopes)
+            if new_entities is None:
+                named = [
+                    EntityName(ref.kind, ref.name) for ref in entity_links.of_record(conn, old.id)
+                ]
+            else:
+                named = entity_links.resolve(conn, new_entities)
+            stored, created = insert_new(conn, record, self._scopes, entities=named)
             if not created:
                 raise _identical(stored, old)
             retire(conn, old, stored.id, at)
@@ -354,6 +408,14 @@ class MemoryWrites(RepositoryCore):
         return vectors.embed_missing(self._store, provider, progress=progress)
 
 
+class _RolledBack(Exception):
+    """Ends a dry run's transaction, carrying what it would have written."""
+
+    def __init__(self, results: list[tuple[MemoryRecord, bool]]) -> None:
+        super().__init__("dry run")
+        self.results = results
+
+
 _ADD_FIELDS = frozenset(
     {
         "kind",
@@ -365,6 +427,7 @@ _ADD_FIELDS = frozenset(
         "expires_at",
         "supersedes_id",
         "source_refs",
+        "entities",
     }
 )
 

@@ -17,6 +17,7 @@ from sqlalchemy import (
     func,
     literal_column,
     select,
+    text,
 )
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.dml import Insert
@@ -104,3 +105,17 @@ def in_id_list(dialect: str, column: ColumnElement[Any], name: str) -> ColumnEle
 def id_list_value(dialect: str, ids: Sequence[str]) -> Any:
     """The value to bind for `in_id_list`."""
     return list(ids) if dialect == "postgresql" else json.dumps(list(ids))
+
+
+_WRITER_LOCK = 7460771115  # PostgreSQL advisory lock: evidence writers take turns, as on SQLite
+
+
+def serialize_writers(conn: Connection) -> None:
+    """Make evidence writers (ingest, removal, entity links) take turns on PostgreSQL, as
+    `BEGIN IMMEDIATE` does on SQLite.
+
+    Two ingests of the same new file would otherwise both insert it and one would fail, and
+    links could be written for a chunk that a concurrent re-ingest removes.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _WRITER_LOCK})

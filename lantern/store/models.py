@@ -105,10 +105,15 @@ class ChunkSearchText(Base):
 
 
 class Entity(Base):
-    """A named thing mentioned in evidence (legacy generation 2)."""
+    """A named thing: mentioned in evidence, or about which a memory record is (legacy
+    generation 2; filled by `lantern.entities` since revision 0009). The id is derived from the
+    kind and the name (`lantern.store.ids.entity_id`)."""
 
     __tablename__ = "entities"
-    __table_args__ = (UniqueConstraint("name", "kind"),)
+    __table_args__ = (
+        UniqueConstraint("name", "kind"),
+        Index("ix_entities_kind", "kind", "name"),
+    )
 
     id: Mapped[str] = mapped_column(Text, primary_key=True)
     name: Mapped[str] = mapped_column(Text)
@@ -116,9 +121,11 @@ class Entity(Base):
 
 
 class ChunkEntity(Base):
-    """Which entities a chunk mentions (legacy generation 2)."""
+    """Which entities a chunk mentions (legacy generation 2): extracted at ingest, or attached
+    by the caller. Removed with the chunk."""
 
     __tablename__ = "chunk_entities"
+    __table_args__ = (Index("ix_chunk_entities_entity_id", "entity_id", "chunk_id"),)
 
     chunk_id: Mapped[str] = mapped_column(
         ForeignKey("chunks.id", ondelete="CASCADE"), primary_key=True
@@ -126,6 +133,21 @@ class ChunkEntity(Base):
     entity_id: Mapped[str] = mapped_column(
         ForeignKey("entities.id", ondelete="CASCADE"), primary_key=True
     )
+
+
+class EntityScan(Base):
+    """That the extractor has read a chunk, and which version of its rules did (revision 0009).
+
+    Written with the chunk at ingest, and by `lantern entity extract` for chunks stored before;
+    a chunk without a row, or with an older version, is what that command still has to read.
+    """
+
+    __tablename__ = "entity_scans"
+
+    chunk_id: Mapped[str] = mapped_column(
+        ForeignKey("chunks.id", ondelete="CASCADE"), primary_key=True
+    )
+    extractor: Mapped[int] = mapped_column(Integer)
 
 
 class Embedding(Base):
@@ -267,6 +289,20 @@ class StoreSetting(Base):
     value: Mapped[str] = mapped_column(Text)
 
 
+class MemoryEntity(Base):
+    """Which entities a memory record is about, as the caller said (revision 0009)."""
+
+    __tablename__ = "memory_entities"
+    __table_args__ = (Index("ix_memory_entities_entity_id", "entity_id", "record_id"),)
+
+    record_id: Mapped[str] = mapped_column(
+        ForeignKey("memory_records.id", ondelete="CASCADE"), primary_key=True
+    )
+    entity_id: Mapped[str] = mapped_column(
+        ForeignKey("entities.id", ondelete="CASCADE"), primary_key=True
+    )
+
+
 def _table(model: type[Base]) -> Table:
     return cast(Table, model.__table__)
 
@@ -276,6 +312,8 @@ chunks = _table(Chunk)
 chunk_search_text = _table(ChunkSearchText)
 entities = _table(Entity)
 chunk_entities = _table(ChunkEntity)
+entity_scans = _table(EntityScan)
+memory_entities = _table(MemoryEntity)
 embeddings = _table(Embedding)
 memory_records = _table(MemoryRecord)
 memory_history = _table(MemoryHistory)

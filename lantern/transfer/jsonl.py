@@ -7,10 +7,13 @@ again gives the same bytes, on either engine:
   they are, so read lines by `\\n` only); compact separators, non-ASCII text unescaped.
 * The first line is `{"type":"lantern_export","format":1}`.
 * Then, when evidence is exported: every `source` (by id), `chunk` (by source id, then
-  ordinal), `entity` (by id), `chunk_entity` (by chunk id, then entity id) and `embedding` (by
-  chunk id; the float32 vector as base64). Then, when memories are exported: every `memory` (by
-  id; the fields of `lantern memory show --json`) and every `history` entry (by record id, then
-  the order the entries were made; history entries carry no store-local id). Object keys inside
+  ordinal), `entity` (by id), `chunk_entity` (by chunk id, then entity id), `embedding` (by
+  chunk id; the float32 vector as base64) and `entity_scan` (by chunk id: which version of the
+  entity extractor read the chunk). Then, when memories are exported: every `memory` (by id;
+  the fields of `lantern memory show --json`), every `history` entry (by record id, then the
+  order the entries were made; history entries carry no store-local id), and every
+  `memory_entity` link (by record id, then entity id), preceded, when evidence is not
+  exported, by the `entity` lines of the entities they link. Object keys inside
   `metadata` and `changes` are in canonical order (PostgreSQL JSONB's), so exports of the same
   data from SQLite and PostgreSQL agree.
 
@@ -58,6 +61,8 @@ from lantern.store.models import (
     chunks,
     embeddings,
     entities,
+    entity_scans,
+    memory_entities,
     memory_history,
     memory_records,
     sources,
@@ -66,7 +71,17 @@ from lantern.validation import JSONObject
 
 FORMAT = 1
 HEADER_TYPE = "lantern_export"
-TYPES = ("source", "chunk", "entity", "chunk_entity", "embedding", "memory", "history")
+TYPES = (
+    "source",
+    "chunk",
+    "entity",
+    "chunk_entity",
+    "embedding",
+    "memory",
+    "history",
+    "entity_scan",
+    "memory_entity",
+)
 _BATCH = 500
 
 # Each line type: its fields in output order, and what each one accepts.
@@ -138,6 +153,8 @@ FIELDS: dict[str, dict[str, _Check]] = {
         "source_refs": _is_any,
     },
     "history": {"record_id": _is_str, "event": _is_str, "at": _is_int, "changes": _is_object},
+    "entity_scan": {"chunk_id": _is_str, "extractor": _is_int},
+    "memory_entity": {"record_id": _is_str, "entity_id": _is_str},
 }
 
 
@@ -194,7 +211,7 @@ def export_jsonl(
                     out.write(_line(kind, values))
                     written[kind] += 1
         if memories:
-            for kind, rows in _memory_rows(streaming, scopes):
+            for kind, rows in _memory_rows(streaming, scopes, with_entities=not evidence):
                 for values in rows:
                     out.write(_line(kind, values))
                     written[kind] += 1
@@ -263,21 +280,33 @@ def _evidence_rows(conn: Connection) -> Iterator[tuple[str, Iterable[JSONObject]
             for row in conn.execute(select(embeddings).order_by(*_by(conn, embeddings.c.chunk_id)))
         ),
     )
+    yield (
+        "entity_scan",
+        (
+            _plain(row, "chunk_id", "extractor")
+            for row in conn.execute(
+                select(entity_scans).order_by(*_by(conn, entity_scans.c.chunk_id))
+            )
+        ),
+    )
 
 
 def _memory_rows(
-    conn: Connection, scopes: list[tuple[str, bool]]
+    conn: Connection, scopes: list[tuple[str, bool]], *, with_entities: bool
 ) -> Iterator[tuple[str, Iterable[JSONObject]]]:
     records = select(memory_records).order_by(*_by(conn, memory_records.c.id))
     entries = select(memory_history).order_by(
         *_by(conn, memory_history.c.record_id, memory_history.c.id)
     )
+    links = select(memory_entities).order_by(
+        *_by(conn, memory_entities.c.record_id, memory_entities.c.entity_id)
+    )
     if scopes:
         in_scope = scope_clause(conn.dialect.name, scopes)
         records = records.where(in_scope)
-        entries = entries.where(
-            memory_history.c.record_id.in_(select(memory_records.c.id).where(in_scope))
-        )
+        exported = select(memory_records.c.id).where(in_scope)
+        entries = entries.where(memory_history.c.record_id.in_(exported))
+        links = links.where(memory_entities.c.record_id.in_(exported))
     yield "memory", (row_to_record(row).to_json() for row in conn.execute(records))
     yield (
         "history",
@@ -290,6 +319,23 @@ def _memory_rows(
             }
             for row in conn.execute(entries)
         ),
+    )
+    if with_entities:
+        linked = select(links.subquery().c.entity_id)
+        yield (
+            "entity",
+            (
+                _plain(row, "id", "name", "kind")
+                for row in conn.execute(
+                    select(entities)
+                    .where(entities.c.id.in_(linked))
+                    .order_by(*_by(conn, entities.c.id))
+                )
+            ),
+        )
+    yield (
+        "memory_entity",
+        (_plain(row, "record_id", "entity_id") for row in conn.execute(links)),
     )
 
 
@@ -433,6 +479,8 @@ class _Importer:
                 "embedding": self._add_embeddings,
                 "memory": self._add_memories,
                 "history": self._add_history,
+                "entity_scan": self._add_entity_scans,
+                "memory_entity": self._add_memory_entities,
             }[str(self.batch_type)](batch)
 
     def _count(self, kind: str, added: int, total: int) -> None:
@@ -507,6 +555,27 @@ class _Importer:
         self._insert(embeddings, new)
         chunk_vectors_changed(self.conn, len(new))
         self._count("embedding", len(new), len(batch))
+
+    def _add_entity_scans(self, batch: Batch) -> None:
+        candidates = [v for _n, v in batch if v["chunk_id"] not in self.skipped_chunks]
+        present = self._present(entity_scans.c.chunk_id, (v["chunk_id"] for v in candidates))
+        new = [values for values in candidates if values["chunk_id"] not in present]
+        self._insert(entity_scans, new)
+        self._count("entity_scan", len(new), len(batch))
+
+    def _add_memory_entities(self, batch: Batch) -> None:
+        # A record the store had keeps its own links, as it keeps its own history.
+        candidates = [(n, v) for n, v in batch if self.record_added.get(v["record_id"])]
+        stored = self._present(entities.c.id, {v["entity_id"] for _n, v in candidates})
+        for number, values in candidates:
+            if values["entity_id"] not in stored:
+                raise InvalidInput(
+                    f"line {number}: memory {values['record_id']} is linked to entity "
+                    f"{values['entity_id']}, which is neither in the file nor in the store"
+                )
+        new = list({(v["record_id"], v["entity_id"]): v for _n, v in candidates}.values())
+        self._insert(memory_entities, new)
+        self._count("memory_entity", len(new), len(batch))
 
     def _known(self, record_id: str) -> bool:
         """Whether the store had this memory id before the import: as a record, or in history

@@ -1,0 +1,126 @@
+"""A memory record's entities: attached by the caller, kept in the record's history.
+
+Linking an entity to a record is a change to the record like a change of its references: it
+is written in the record's transaction, moves `updated_at`, and is appended to the history as
+an `updated` entry whose `before` and `after` hold `entities`, the record's entities as
+`KIND:NAME` texts in order (a record created with entities has them in its `created` entry).
+Attaching an entity the record has, or detaching one it does not have, changes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+
+from lantern.entities import links
+from lantern.entities import names as entity_names
+from lantern.entities.records import EntityRef, LinkChange
+from lantern.errors import InvalidInput
+from lantern.memory import history
+from lantern.memory.changes import set_fields
+from lantern.memory.core import RepositoryCore
+from lantern.memory.records import MemoryRecord
+from lantern.memory.rows import require
+from lantern.store.engine import now
+
+
+def texts(refs: Sequence[EntityRef]) -> list[str]:
+    """Entities as the history shows them: `KIND:NAME`, sorted."""
+    return sorted(f"{ref.kind}:{ref.name}" for ref in refs)
+
+
+def attach(
+    conn: Connection, record: MemoryRecord, wanted: Sequence[entity_names.EntityName], at: int
+) -> tuple[MemoryRecord, list[LinkChange]]:
+    """Link `wanted` to a stored record (in the caller's transaction); the record as it is
+    then, and what changed for each entity."""
+    if not wanted:
+        return record, []
+    before = links.of_record(conn, record.id)
+    ids = links.ensure(conn, wanted)
+    linked = {ref.id for ref in before}
+    new = [(record.id, ids[name]) for name in wanted if ids[name] not in linked]
+    links.link_records(conn, new)
+    stored = links.lookup(conn, list(ids.values()))
+    changes = [
+        LinkChange(stored[ids[name]], "record", record.id, ids[name] not in linked)
+        for name in wanted
+    ]
+    if new:
+        record = _changed(conn, record, before, at)
+    return record, changes
+
+
+def detach(
+    conn: Connection, record: MemoryRecord, keys: Sequence[entity_names.EntityKey], at: int
+) -> tuple[MemoryRecord, list[LinkChange]]:
+    """Unlink entities (by `KIND:NAME` or id) from a stored record; removing one it does not
+    have changes nothing. An entity that does not exist at all is `NotFound`."""
+    before = links.of_record(conn, record.id)
+    found = links.lookup(conn, keys)
+    linked = {ref.id for ref in before}
+    changes: list[LinkChange] = []
+    for key in keys:
+        ref = found.get(key)
+        if ref is None:
+            raise links.missing(key)
+        removed = ref.id in linked and links.unlink_record(conn, record.id, ref.id)
+        changes.append(LinkChange(ref, "record", record.id, removed))
+    if any(change.changed for change in changes):
+        record = _changed(conn, record, before, at)
+    return record, changes
+
+
+def _changed(
+    conn: Connection, record: MemoryRecord, before: Sequence[EntityRef], at: int
+) -> MemoryRecord:
+    after = links.of_record(conn, record.id)
+    set_fields(conn, record.id, {}, at)
+    history.append(
+        conn,
+        [
+            history.entry(
+                record.id,
+                "updated",
+                at,
+                before={"entities": texts(before)},
+                after={"entities": texts(after)},
+            )
+        ],
+    )
+    return dataclasses.replace(record, updated_at=at)
+
+
+class MemoryEntities(RepositoryCore):
+    """Attaches entities to records and removes them."""
+
+    def attach_entities(self, record_id: str, entities: Any) -> list[LinkChange]:
+        """Link entities (`KIND:NAME`, or the id of a stored entity) to a record; one
+        `LinkChange` per entity, `changed` False where the record already had it."""
+        wanted = self._names(entities)
+        with self._write() as conn:
+            record = require(conn, record_id, self._scopes, for_update=True)
+            resolved = links.resolve(conn, wanted)
+            return attach(conn, record, resolved, now())[1]
+
+    def detach_entities(self, record_id: str, entities: Any) -> list[LinkChange]:
+        """Unlink entities from a record; `changed` False where it did not have one."""
+        keys = entity_names.keys(entities)
+        if not keys:
+            raise _none_given()
+        with self._write() as conn:
+            record = require(conn, record_id, self._scopes, for_update=True)
+            return detach(conn, record, keys, now())[1]
+
+    def _names(self, entities: Any) -> list[entity_names.EntityKey]:
+        keys = entity_names.keys(entities)
+        if not keys:
+            raise _none_given()
+        return keys
+
+
+def _none_given() -> InvalidInput:
+    return InvalidInput("name at least one entity (KIND:NAME)")

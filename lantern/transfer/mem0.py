@@ -1,0 +1,154 @@
+"""Memories exported from mem0: the JSON its `get_all()` returns.
+
+That is `{"results": [...]}` (mem0 1.x; a `relations` list beside it when its graph store is
+on) or, from older versions and the platform's v1 API, the list itself. Each memory has an
+`id`, the text in `memory`, a `hash`, `metadata` (an object or null), `created_at` and
+`updated_at` (ISO-8601 text or null), and the ids it belongs to, `user_id`, `agent_id` and
+`run_id`, with `actor_id` and `role` for memories taken from a conversation.
+
+Mapping (docs/entities.md, "Importers"):
+
+* scope: `user:USER_ID` when the memory has a user id, else `agent:AGENT_ID`, else
+  `run:RUN_ID`, else the scope given (`global` by default);
+* kind: `preference` for a memory whose `categories` (or `metadata.categories`) name
+  preferences, `task_state` for mem0's procedural memories (`metadata.memory_type`
+  `procedural_memory`), `fact` otherwise;
+* content: the `memory` text;
+* everything else mem0 knew (its id, hash, metadata, times and ids) is kept in one reference,
+  `{"type": "mem0", "id": ..., ...}`, so nothing is lost and `memory list --cites mem0:ID`
+  finds a memory by its mem0 id.
+
+Graph relations are not memories: they are counted as ignored. Importing the same file again
+changes nothing (a record is identified by its scope, kind and content).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import IO, Any
+
+from lantern import validation
+from lantern.errors import InvalidInput, LanternError
+from lantern.memory.repository import MemoryRepository
+from lantern.transfer.foreign import ForeignImport, read_text
+
+REF_TYPE = "mem0"
+_LEFT_OUT = frozenset({"memory", "score"})
+"""Fields not kept in the reference: the text is the content, a score belongs to a search."""
+
+
+def memories(text: str) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """The memories of the file, each with the line it starts on, and the number of graph
+    relations beside them."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+    relations = 0
+    if isinstance(document, dict):
+        items = document.get("results")
+        if not isinstance(items, list):
+            raise InvalidInput('not a mem0 export: expected {"results": [...]} or a list')
+        found = document.get("relations")
+        relations = len(found) if isinstance(found, list) else 0
+        start = text.find("[", re.search(r'"results"\s*:', text).end())  # type: ignore[union-attr]
+    elif isinstance(document, list):
+        items = document
+        start = text.find("[")
+    else:
+        raise InvalidInput('not a mem0 export: expected {"results": [...]} or a list')
+    return list(zip(_lines(text, start, len(items)), items, strict=True)), relations
+
+
+def _lines(text: str, start: int, count: int) -> list[int]:
+    """The line on which each of the `count` elements of the array at `start` begins."""
+    decoder = json.JSONDecoder()
+    lines: list[int] = []
+    at = start + 1
+    for _ in range(count):
+        while text[at] in " \t\r\n,":
+            at += 1
+        lines.append(text.count("\n", 0, at) + 1)
+        _value, at = decoder.raw_decode(text, at)
+    return lines
+
+
+def record(item: object, default_scope: str) -> dict[str, Any]:
+    """The memory record `add_many` takes for one mem0 memory."""
+    if not isinstance(item, dict):
+        raise InvalidInput("a memory must be a JSON object")
+    memory_id, content = item.get("id"), item.get("memory")
+    if not isinstance(memory_id, str) or not memory_id.strip():
+        raise InvalidInput("a memory needs its mem0 id (a string)")
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput(f"memory {memory_id}: memory must be non-empty text")
+    metadata = item.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidInput(f"memory {memory_id}: metadata must be an object or null")
+    for key in ("user_id", "agent_id", "run_id", "actor_id", "role", "created_at", "updated_at"):
+        if item.get(key) is not None and not isinstance(item[key], str):
+            raise InvalidInput(f"memory {memory_id}: {key} must be a string or null")
+    scope = default_scope
+    for key, prefix in (("user_id", "user"), ("agent_id", "agent"), ("run_id", "run")):
+        if item.get(key):
+            scope = f"{prefix}:{item[key]}"
+            break
+    ref = {
+        "type": REF_TYPE,
+        **{k: v for k, v in item.items() if k not in _LEFT_OUT and k != "type"},
+    }
+    if "type" in item:
+        ref["mem0_type"] = item["type"]
+    try:
+        return {
+            "kind": _kind(item, metadata or {}),
+            "content": content,
+            "scope": validation.scope(scope),
+            "source_refs": [validation.source_ref(ref)],
+        }
+    except InvalidInput as exc:
+        raise InvalidInput(f"memory {memory_id}: {exc.message}") from exc
+
+
+def _kind(item: dict[str, Any], metadata: dict[str, Any]) -> str:
+    if metadata.get("memory_type") == "procedural_memory":
+        return "task_state"
+    categories = item.get("categories") or metadata.get("categories") or []
+    if isinstance(categories, str):
+        categories = [categories]
+    if isinstance(categories, list) and any(
+        isinstance(c, str) and c.lower() in ("preference", "preferences") for c in categories
+    ):
+        return "preference"
+    return "fact"
+
+
+def import_memories(
+    memory: MemoryRepository, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
+) -> ForeignImport:
+    """Store the memories of a mem0 export as memory records, all or nothing."""
+    default_scope = validation.scope(scope)
+    found, relations = memories(read_text(source, "mem0"))
+    wanted: list[dict[str, Any]] = []
+    for line, item in found:
+        try:
+            wanted.append(record(item, default_scope))
+        except InvalidInput as exc:
+            raise InvalidInput(f"line {line}: {exc.message}") from exc
+    try:
+        results = memory.add_many(wanted, allow_dangling=True, dry_run=dry_run)
+    except LanternError as exc:
+        hit = re.match(r"record (\d+): (.*)", exc.message)
+        if hit and isinstance(exc, InvalidInput):
+            raise InvalidInput(f"line {found[int(hit[1])][0]}: {hit[2]}") from exc
+        raise
+    added = sum(1 for _record, created in results if created)
+    return ForeignImport(
+        format=REF_TYPE,
+        dry_run=dry_run,
+        read={"memories": len(found)},
+        added=added,
+        present=len(results) - added,
+        ignored={"relations": relations} if relations else {},
+    )
