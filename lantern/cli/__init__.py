@@ -17,6 +17,7 @@ import click
 
 from lantern import __version__
 from lantern.cli.output import report_error
+from lantern.cli.parsing import DB_HELP, DB_METAVAR, CommandGroup, accept_db
 from lantern.errors import LanternError
 from lantern.loading import loading
 
@@ -36,7 +37,7 @@ COMMANDS = {
 }
 
 
-class LanternGroup(click.Group):
+class LanternGroup(CommandGroup):
     """The root group: turns `LanternError`s into their exit codes, once, for every command,
     and loads each command's module only when that command is wanted."""
 
@@ -49,6 +50,7 @@ class LanternGroup(click.Group):
         module, name = COMMANDS[cmd_name]
         with loading():
             command: click.Command = getattr(import_module(module), name)
+        accept_db(command)
         return command
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -80,13 +82,7 @@ class LanternGroup(click.Group):
 
 
 @click.group(cls=LanternGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--db",
-    "db",
-    metavar="PATH_OR_URL",
-    help="Store file path or database URL. Default: $LANTERN_DB, else "
-    "$XDG_DATA_HOME/lantern/lantern.db (~/.local/share/lantern/lantern.db).",
-)
+@click.option("--db", "db", metavar=DB_METAVAR, help=DB_HELP)
 @click.version_option(__version__, prog_name="lantern")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
@@ -97,6 +93,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
         lantern memory add --kind preference --scope user:raphael "Prefers short answers."
     """
+    # A --db given after the command word replaces this one when that command is parsed.
     ctx.obj = {"db": db}
 
 

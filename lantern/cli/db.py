@@ -6,10 +6,11 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import emit_json, json_option, note
+from lantern.cli.parsing import CommandGroup
 from lantern.errors import NotAStore
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def db() -> None:
     """The store itself: status, schema upgrades, health checks and backups.
 

@@ -11,6 +11,7 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import emit_json, json_option, note, origin_text, read_stdin, when
+from lantern.cli.parsing import CommandGroup
 from lantern.evidence.records import IngestSummary
 from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
 
@@ -177,7 +178,7 @@ def search(
         _show_hit(hit, explain=explain)
 
 
-@click.group("source")
+@click.group("source", cls=CommandGroup)
 def source() -> None:
     """Sources: where evidence came from (files, transcripts, piped outputs).
 
@@ -276,7 +277,7 @@ def remove_command(ctx: click.Context, ref: str, as_json: bool) -> None:
     click.echo(f"removed {removed.id} ({removed.uri}) and its {removed.chunk_count} chunks")
 
 
-@click.group("chunk")
+@click.group("chunk", cls=CommandGroup)
 def chunk() -> None:
     """Chunks: the searchable slices of a source's text.
 

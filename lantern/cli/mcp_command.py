@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from lantern.cli.output import emit_json, json_option, note
+from lantern.cli.parsing import CommandGroup
 from lantern.errors import MissingDependency
 from lantern.loading import loading
 
@@ -21,7 +22,7 @@ INSTALL_HINT = "pip install 'lantern[mcp]'"
 _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"})
 
 
-@click.group("mcp", invoke_without_command=True)
+@click.group("mcp", cls=CommandGroup, invoke_without_command=True)
 @click.option(
     "--scope",
     "scopes",
@@ -141,7 +142,7 @@ def mcp(
     )
 
 
-@mcp.group("token")
+@mcp.group("token", cls=CommandGroup, uses_store=False)
 def token() -> None:
     """Tokens for `lantern mcp --http`: each with a label, its scopes and a read-only flag.
 

@@ -23,6 +23,7 @@ from lantern.cli.output import (
     show_record,
     when,
 )
+from lantern.cli.parsing import CommandGroup
 from lantern.errors import InvalidInput
 from lantern.memory.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
 from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
@@ -31,7 +32,7 @@ from lantern.validation import MAX_CONTENT_CHARS, MEMORY_KINDS, SEARCH_ORDERS, S
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def memory() -> None:
     """Memory records: explicit, durable state the agent decided to keep.
 
