@@ -19,7 +19,7 @@ NO_STORE = {("mcp", "token", "add"), ("mcp", "token", "list"), ("mcp", "token", 
 
 
 def _invoke(*args: str, input: str | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=input)
+    return CliRunner().invoke(cli, list(args), input=input, prog_name="lantern")
 
 
 def _error(result: Result) -> dict[str, str]:
@@ -84,3 +84,85 @@ def test_db_names_a_postgres_store_after_the_command(where: str, store_url: str)
     assert _invoke(*argv).exit_code == 0
     listed = _invoke("memory", "list", "--json", "--db", store_url)
     assert [record["content"] for record in json.loads(listed.stdout)] == ["On either engine."]
+
+
+# --- --json on every command, and usage errors -------------------------------------------------
+
+
+def test_every_command_takes_json() -> None:
+    for path in command_paths(cli):
+        names = {param.name for param in command_at(cli, path).params}
+        assert "as_json" in names, path
+    assert "as_json" in {param.name for param in command_at(cli, ("mcp",)).params}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["memory", "add", "--urgency", "abc", "--json", "x"],
+            "Invalid value for '--urgency': 'abc' is not a valid integer",
+        ),
+        # Parsing stops at the unknown option, before --json is read.
+        (["memory", "list", "--json", "--bogus"], "No such option '--bogus'"),
+        (["--bogus", "memory", "list", "--json"], "No such option '--bogus'"),
+        (["memory", "lst", "--json"], "No such command 'lst'. Did you mean 'list'?"),
+        (["memory", "add", "--json"], "Missing argument 'CONTENT'"),
+        (["export", "--json", "--scope"], "Option '--scope' requires an argument"),
+        (["mcp", "--json"], "--json goes with --print-config (which prints JSON either way)"),
+    ],
+)
+def test_a_usage_error_is_one_line_and_with_json_the_error_object(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    result = _invoke("--db", str(tmp_path / "t.db"), *args)
+    assert result.exit_code == 2
+    assert _error(result) == {"code": "usage", "message": message}
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"Error: {message} (see 'lantern")
+    assert not (tmp_path / "t.db").exists()
+
+
+def test_a_usage_error_without_json_prints_nothing_on_stdout() -> None:
+    result = _invoke("memory", "list", "--limit", "many")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (
+        "Error: Invalid value for '--limit': 'many' is not a valid integer "
+        "(see 'lantern memory list --help')\n"
+    )
+    # A word after -- is an argument, even one that reads --json.
+    quoted = _invoke("memory", "add", "--bogus", "--", "--json")
+    assert (quoted.exit_code, quoted.stdout) == (2, "")
+
+
+def test_a_group_without_a_command_shows_its_help() -> None:
+    result = _invoke("memory")
+    assert "Usage: lantern memory [OPTIONS] COMMAND [ARGS]..." in result.output
+
+
+def test_export_and_print_config_take_json(tmp_path: Path) -> None:
+    store = str(tmp_path / "t.db")
+    _invoke("--db", store, "memory", "add", "--kind", "fact", "Exported.")
+    plain = _invoke("--db", store, "export")
+    with_json = _invoke("--db", store, "export", "--json")
+    assert with_json.exit_code == 0
+    assert with_json.stdout == plain.stdout
+    lines = [json.loads(line) for line in with_json.stdout.splitlines()]
+    assert [line["type"] for line in lines] == ["lantern_export", "memory", "history"]
+    missing = _invoke("--db", str(tmp_path / "none.db"), "export", "--json")
+    assert (missing.exit_code, _error(missing)["code"]) == (8, "no_store")
+    config = _invoke("--db", store, "mcp", "--print-config", "--json")
+    assert config.exit_code == 0
+    assert config.stdout == _invoke("--db", store, "mcp", "--print-config").stdout
+    assert json.loads(config.stdout)["mcpServers"]["lantern"]["args"][-1] == "mcp"
+    bad = _invoke("--db", store, "mcp", "--print-config", "--json", "--scope", "")
+    assert bad.exit_code == 1 and _error(bad)["code"] == "invalid_input"
+
+
+def test_a_usage_error_in_a_real_process_is_one_line() -> None:
+    from tests.helpers import lantern_process
+
+    done = lantern_process("memory", "add", "--urgency", "abc", "--json", "x")
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"]["code"] == "usage"
+    assert len(done.stderr.splitlines()) == 1

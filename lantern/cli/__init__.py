@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from lantern import __version__
-from lantern.cli.output import report_error
+from lantern.cli.output import remember_argv, report_error, report_usage_error
 from lantern.cli.parsing import DB_HELP, DB_METAVAR, CommandGroup, accept_db
 from lantern.errors import LanternError
 from lantern.loading import loading
@@ -37,6 +37,10 @@ COMMANDS = {
 }
 
 
+# A group called without a command shows its help by raising this (Click 8.2 and later).
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 class LanternGroup(CommandGroup):
     """The root group: turns `LanternError`s into their exit codes, once, for every command,
     and loads each command's module only when that command is wanted."""
@@ -53,11 +57,26 @@ class LanternGroup(CommandGroup):
         accept_db(command)
         return command
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        remember_argv(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if isinstance(exc, _NO_ARGS_IS_HELP):
+                raise
+            report_usage_error(ctx, exc)
+            raise click.exceptions.Exit(exc.exit_code) from exc
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except LanternError as exc:
             report_error(ctx, exc)
+            ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            if isinstance(exc, _NO_ARGS_IS_HELP):
+                raise  # `lantern memory` alone: Click shows the group's help
+            report_usage_error(ctx, exc)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise

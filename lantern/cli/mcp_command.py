@@ -68,6 +68,7 @@ _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"}
     help="Print the JSON entry for an MCP client's configuration (command, args, env with "
     "LANTERN_DB) and exit.",
 )
+@json_option
 @click.pass_context
 def mcp(
     ctx: click.Context,
@@ -77,6 +78,7 @@ def mcp(
     token_path: Path | None,
     allowed_hosts: tuple[str, ...],
     print_config: bool,
+    as_json: bool,
 ) -> None:
     """Serve Lantern's memory and evidence tools to MCP clients, over stdio or HTTP.
 
@@ -90,6 +92,9 @@ def mcp(
     """
     if ctx.invoked_subcommand is not None:
         return
+    if as_json and not print_config:
+        # A server's stdout carries the protocol; only the printed configuration is JSON.
+        raise click.UsageError("--json goes with --print-config (which prints JSON either way)")
     from lantern.memory.scopes import ScopePolicy
     from lantern.store.location import resolve
 

@@ -15,6 +15,7 @@ from lantern.memory.records import MemoryRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 _JSON_KEY = "lantern.json"
+_ARGV_KEY = "lantern.argv"
 
 
 def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
@@ -64,6 +65,33 @@ def report_error(ctx: click.Context, exc: LanternError) -> None:
     if wants_json(ctx):
         emit_json({"error": {"code": exc.code, "message": exc.message}})
     click.echo(f"Error: {exc.message}", err=True)
+
+
+USAGE_CODE = "usage"
+"""The `code` of a usage error in its JSON object: the command line itself is wrong."""
+
+
+def remember_argv(ctx: click.Context, args: list[str]) -> None:
+    """Keep the words of the command line, for a usage error found before `--json` is read."""
+    ctx.meta[_ARGV_KEY] = list(args)
+
+
+def report_usage_error(ctx: click.Context, exc: click.UsageError) -> None:
+    """One line on stderr (and the error object on stdout with `--json`) for a command line
+    that Click could not read, in place of Click's usage block."""
+    message = " ".join(exc.format_message().split()).removesuffix(".")
+    if wants_json(ctx) or _json_in_argv(ctx):
+        emit_json({"error": {"code": USAGE_CODE, "message": message}})
+    where = (exc.ctx or ctx).command_path
+    click.echo(f"Error: {message} (see '{where} --help')", err=True)
+
+
+def _json_in_argv(ctx: click.Context) -> bool:
+    # Parsing stopped before `--json` was read (an unknown option, a missing value): look at
+    # the words themselves, up to a `--` after which every word is an argument.
+    argv: list[str] = ctx.meta.get(_ARGV_KEY, [])
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    return "--json" in options
 
 
 def when(seconds: int | None) -> str:

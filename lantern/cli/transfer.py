@@ -22,12 +22,16 @@ from lantern.errors import InvalidInput, StoreIOError
 )
 @click.option("--memories", is_flag=True, help="Export memory records and their history.")
 @click.option("--evidence", is_flag=True, help="Export sources, chunks, entities, embeddings.")
+@json_option
 @click.pass_context
-def export(ctx: click.Context, scopes: tuple[str, ...], memories: bool, evidence: bool) -> None:
+def export(
+    ctx: click.Context, scopes: tuple[str, ...], memories: bool, evidence: bool, as_json: bool
+) -> None:
     """Write the store as JSON Lines on stdout (both parts unless one is named).
 
     The format is stable and documented in the manual (docs/json.md, "Export format");
-    `lantern import` reads it back.
+    `lantern import` reads it back. Stdout is JSON with or without --json; with it, an
+    error also prints its JSON object there.
 
         lantern export --memories --scope 'project:lantern/*' > lantern-memories.jsonl
     """
