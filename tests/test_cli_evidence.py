@@ -188,7 +188,7 @@ def test_source_and_chunk_commands(run_cli: CliRun, files: Path) -> None:
 
 BAD = [
     (["ingest", "{files}/missing"], 1, "no such file or directory"),
-    (["ingest", "{files}", "--chunk-size", "50"], 1, "chunk size must be an integer from 100"),
+    (["ingest", "{files}", "--chunk-size", "50"], 1, "--chunk-size must be an integer from 100"),
     (["ingest", "{files}", "--chunk-size", "big"], 2, "is not a valid integer"),
     (["ingest", "{files}", "--kind", "Log File"], 1, "kind must be one of"),
     (["ingest", "{files}", "--metadata", "{bad"], 1, "metadata is not valid JSON"),

@@ -162,14 +162,14 @@ def test_supersedes_option(run_cli: CliRun) -> None:
 
 BAD_ADDS = [
     (["--kind", "opinion", "x"], 1, "kind must be one of"),
-    (["--kind", "fact", ""], 1, "content must not be empty"),
-    (["--kind", "fact", "   "], 1, "content must not be empty"),
+    (["--kind", "fact", ""], 1, "CONTENT must not be empty"),
+    (["--kind", "fact", "   "], 1, "CONTENT must not be empty"),
     (["--kind", "fact", "--priority", "101", "x"], 1, "priority must be an integer from 0 to 100"),
     (["--kind", "fact", "--priority", "high", "x"], 2, "'high' is not a valid integer"),
     (["--kind", "fact", "--urgency", "-3", "x"], 1, "urgency must be an integer from 0 to 100"),
     (["--kind", "fact", "--confidence", "2", "x"], 1, "confidence must be a number from 0.0"),
     (["--kind", "fact", "--confidence", "nan", "x"], 1, "confidence must be a number"),
-    (["--kind", "fact", "--expires-at", "soon", "x"], 1, "expires_at must be unix seconds"),
+    (["--kind", "fact", "--expires-at", "soon", "x"], 1, "--expires-at must be unix seconds"),
     (["--kind", "fact", "--scope", "", "x"], 1, "scope must not be empty"),
     (["--kind", "fact", "--source-ref", "nocolon", "x"], 1, "source reference must be TYPE:ID"),
     (["--kind", "fact", "--source-ref", "{bad", "x"], 1, "not valid JSON"),

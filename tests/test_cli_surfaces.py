@@ -166,3 +166,94 @@ def test_a_usage_error_in_a_real_process_is_one_line() -> None:
     assert done.returncode == 2
     assert json.loads(done.stdout)["error"]["code"] == "usage"
     assert len(done.stderr.splitlines()) == 1
+
+
+# --- messages in each surface's own words ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["memory", "list", "--min-priority", "500"], "--min-priority must be an integer"),
+        (["memory", "list", "--min-confidence", "2"], "--min-confidence must be a number"),
+        (["memory", "list", "--updated-since", "soon"], "--updated-since must be unix seconds"),
+        (["memory", "list", "--offset", "1", "--after", "c1_x"], "give either --offset or --after"),
+        (["memory", "add", "--kind", "fact", "--expires-at", "x", "y"], "--expires-at must be"),
+        (["memory", "add", "--kind", "fact", " "], "CONTENT must not be empty"),
+        (
+            ["memory", "add", "--kind", "fact", "--source-ref", "chunk:chk_0000000000000001", "y"],
+            "(store it anyway with --allow-dangling)",
+        ),
+        (["memory", "update", "{id}", "--expires-at", "1", "--no-expiry"], "--expires-at or "),
+        (
+            ["memory", "supersede", "{id}", "--content", "Stored once."],
+            "or use lantern memory update for the other fields",
+        ),
+        (["search", "--raw", "a AND ("], "search again without --raw to search for the words"),
+        (["ingest", "-", "--uri", "x", "--chunk-size", "5"], "--chunk-size must be an integer"),
+        (["source", "list", "--uri-prefix", " "], "--uri-prefix filter must be non-empty"),
+        (["search", "x", "--since", "soon"], "--since must be unix seconds"),
+    ],
+)
+def test_cli_messages_name_the_options_typed(tmp_path: Path, args: list[str], message: str) -> None:
+    store = str(tmp_path / "t.db")
+    record = _invoke("--db", store, "memory", "add", "--kind", "fact", "Stored once.").stdout
+    argv = [arg.replace("{id}", record.strip()) for arg in args]
+    result = _invoke("--db", store, *argv, "--json", input="text")
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr
+    assert message in _error(result)["message"]
+    for python_name in ("min_priority", "_since", "expires_at", "allow_dangling", "memory.update"):
+        assert python_name not in result.stderr
+
+
+def test_python_callers_read_their_own_names(tmp_path: Path) -> None:
+    from lantern.api import Lantern
+    from lantern.errors import InvalidInput
+
+    with Lantern.open(tmp_path / "t.db", create=True) as lt:
+        with pytest.raises(InvalidInput) as refused:
+            lt.memory.list(min_priority=500)
+        assert refused.value.message.startswith("min_priority must be an integer")
+        with pytest.raises(InvalidInput) as dangling:
+            lt.memory.add(kind="fact", content="x", source_refs=["chunk:chk_0000000000000001"])
+        assert "(store it anyway with allow_dangling=True)" in dangling.value.message
+        stored = lt.memory.add(kind="fact", content="y")
+        with pytest.raises(InvalidInput) as same:
+            lt.memory.supersede(stored.id, content="y")
+        assert "or use memory.update() for the other fields" in same.value.message
+
+
+def test_mcp_messages_and_descriptions_name_no_cli_option(tmp_path: Path) -> None:
+    import re
+
+    from tests.mcp_helpers import running, server_parameters
+
+    store = str(tmp_path / "t.db")
+    assert _invoke("--db", store, "db", "upgrade").exit_code == 0
+    cli_words = re.compile(r"(?<![\w-])--[a-z]|lantern (memory|ingest|search|source|chunk) ")
+    with running(server_parameters(store, home=tmp_path / "home")) as client:
+        listed = json.dumps([tool.model_dump(mode="json") for tool in client.tools().values()])
+        assert not cli_words.search(listed), cli_words.search(listed)
+        stored = client.ok("lantern_memory_add", {"kind": "fact", "content": "Stored once."})
+        messages = {
+            "allow": client.error(
+                "lantern_memory_add",
+                {"kind": "fact", "content": "x", "source_refs": ["chunk:chk_0000000000000001"]},
+            ),
+            "raw": client.error("lantern_search", {"query": "a AND (", "raw": True}),
+            "update": client.error(
+                "lantern_memory_supersede", {"old_id": stored["id"], "content": "Stored once."}
+            ),
+            "expiry": client.error(
+                "lantern_memory_update", {"id": stored["id"], "expires_at": 1, "no_expiry": True}
+            ),
+            "cursor": client.error("lantern_memory_list", {"offset": 1, "after": "c1_x"}),
+        }
+    assert '(store it anyway with "allow_dangling": true)' in messages["allow"]
+    assert 'search again with "raw": false to search for the words' in messages["raw"]
+    assert "or use the tool lantern_memory_update for the other fields" in messages["update"]
+    assert "give either expires_at or no_expiry, not both" in messages["expiry"]
+    assert "give either offset or after, not both" in messages["cursor"]
+    for message in messages.values():
+        assert not cli_words.search(message), message

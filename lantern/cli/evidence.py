@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 @click.option("--metadata", metavar="JSON", help="A JSON object added to each source's metadata.")
 @click.option(
     "--chunk-size",
+    "target_size",
     type=int,
     help="Target chunk size in characters, 100-100000 (default 1000).",
 )
@@ -56,7 +57,7 @@ def ingest(
     kind: str | None,
     uri: str | None,
     metadata: str | None,
-    chunk_size: int | None,
+    target_size: int | None,
     prune: bool,
     as_json: bool,
 ) -> None:
@@ -71,7 +72,7 @@ def ingest(
         pytest 2>&1 | lantern ingest - --uri tool://pytest/run-42 --kind tool_output
     """
     # The default size lives in lantern.evidence.chunking, which is not imported for --help.
-    sizing: dict[str, Any] = {} if chunk_size is None else {"target_size": chunk_size}
+    sizing: dict[str, Any] = {} if target_size is None else {"target_size": target_size}
     if "-" in paths:
         if len(paths) > 1:
             raise click.UsageError("'-' (standard input) cannot be combined with other paths")

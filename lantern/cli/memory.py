@@ -56,7 +56,7 @@ _allow_dangling = click.option(
 )
 _expiry_options = _options(
     click.option("--expires-at", metavar="TIME", help="Unix seconds or ISO-8601 (naive is UTC)."),
-    click.option("--no-expiry", is_flag=True, help="Remove the expiry time."),
+    click.option("--no-expiry", "clear_expiry", is_flag=True, help="Remove the expiry time."),
 )
 _REF_HELP = (
     "Evidence reference, TYPE:ID (chunk:chk_..., source:src_..., session:...) "
@@ -211,7 +211,7 @@ def update_command(
     urgency: int | None,
     confidence: float | None,
     expires_at: str | None,
-    no_expiry: bool,
+    clear_expiry: bool,
     add_refs: tuple[str, ...],
     remove_refs: tuple[str, ...],
     allow_dangling: bool,
@@ -232,7 +232,7 @@ def update_command(
         urgency=urgency,
         confidence=confidence,
         expires_at=expires_at,
-        clear_expiry=no_expiry,
+        clear_expiry=clear_expiry,
         add_refs=list(add_refs),
         remove_refs=list(remove_refs),
         allow_dangling=allow_dangling,
@@ -269,7 +269,7 @@ def supersede_command(
     urgency: int | None,
     confidence: float | None,
     expires_at: str | None,
-    no_expiry: bool,
+    clear_expiry: bool,
     source_refs: tuple[str, ...],
     allow_dangling: bool,
     as_json: bool,
@@ -290,7 +290,7 @@ def supersede_command(
         urgency=urgency,
         confidence=confidence,
         expires_at=expires_at,
-        clear_expiry=no_expiry,
+        clear_expiry=clear_expiry,
         source_refs=list(source_refs) if source_refs else None,
         allow_dangling=allow_dangling,
     )

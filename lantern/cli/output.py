@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 import click
 
-from lantern.errors import InvalidInput, LanternError
+from lantern.cli.parsing import invoked_command
+from lantern.errors import InvalidInput, LanternError, Operation, Param, Setting, Spelling, Term
 from lantern.memory.records import MemoryRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -62,9 +63,50 @@ def note(message: str) -> None:
 
 
 def report_error(ctx: click.Context, exc: LanternError) -> None:
+    """The error in the words of the command that raised it: `--min-priority` where the Python
+    API says `min_priority`."""
+    message = exc.spelled(cli_words(invoked_command(ctx)[0]))
     if wants_json(ctx):
-        emit_json({"error": {"code": exc.code, "message": exc.message}})
-    click.echo(f"Error: {exc.message}", err=True)
+        emit_json({"error": {"code": exc.code, "message": message}})
+    click.echo(f"Error: {message}", err=True)
+
+
+def cli_words(command: click.Command) -> Spelling:
+    """How `command` names the terms of a message: its own options and arguments, and the
+    commands of `lantern`. A term it has no word for stays as the Python API says it."""
+
+    def spell(term: Term) -> str | None:
+        if isinstance(term, Operation):
+            return "lantern " + term.path.replace(".", " ")
+        if not isinstance(term, Param | Setting):
+            return None
+        param = _param_named(command, term.name)
+        if param is None:
+            return None
+        name = _param_word(param)
+        if isinstance(term, Param):
+            return name
+        if isinstance(param, click.Option) and param.is_flag:
+            return f"with {name}" if term.value else f"without {name}"
+        return f"with {name} {term.value}"
+
+    return spell
+
+
+def _param_named(command: click.Command, name: str) -> click.Parameter | None:
+    """The parameter that passes the API's `name`: by its name, or by its long option (the
+    repeatable `--scope` fills `scopes`)."""
+    dashed = "--" + name.replace("_", "-")
+    for param in command.params:
+        if param.name == name or (isinstance(param, click.Option) and dashed in param.opts):
+            return param
+    return None
+
+
+def _param_word(param: click.Parameter) -> str:
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    return param.human_readable_name
 
 
 USAGE_CODE = "usage"

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import pathspec
 
-from lantern.errors import InvalidInput
+from lantern.errors import InvalidInput, Param
 from lantern.evidence.records import SkippedPath
 
 BINARY_SNIFF_BYTES = 8192
@@ -115,8 +115,8 @@ def select_files(
     ingest writes anything. A file reached twice (named and inside a named directory) is
     listed once.
     """
-    include_spec = _patterns("--include", include)
-    exclude_spec = _patterns("--exclude", exclude)
+    include_spec = _patterns("include", include)
+    exclude_spec = _patterns("exclude", exclude)
     roots = [_root(path) for path in paths]
     selection = FileSelection()
     seen: set[str] = set()
@@ -250,13 +250,13 @@ def _patterns(option: str, patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | 
         patterns = [patterns]
     for pattern in patterns:
         if not isinstance(pattern, str) or not pattern.strip():
-            raise InvalidInput(f"{option} patterns must not be empty")
+            raise InvalidInput(Param(option), " patterns must not be empty")
     if not patterns:
         return None
     try:
         return pathspec.GitIgnoreSpec.from_lines(list(patterns))
     except ValueError as exc:
-        raise InvalidInput(f"{option} pattern is not valid: {exc}") from exc
+        raise InvalidInput(Param(option), f" pattern is not valid: {exc}") from exc
 
 
 def _read_ignore_file(path: str) -> pathspec.GitIgnoreSpec | None:

@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 
 from lantern import validation
-from lantern.errors import InvalidInput, NotFound
+from lantern.errors import InvalidInput, NotFound, Param
 from lantern.evidence import inputs
 from lantern.evidence.chunking import DEFAULT_TARGET_SIZE
 from lantern.evidence.files import (
@@ -221,8 +221,9 @@ class EvidenceRepository:
         if raw:
             if mode is not None and chosen is not SearchMode.KEYWORD:
                 raise InvalidInput(
-                    "a raw query goes to the engine as written, so its mode is keyword; "
-                    f"mode {mode} does not apply (write OR in the query instead)"
+                    "a raw query goes to the engine as written, so its mode is keyword; ",
+                    Param("mode"),
+                    f" {mode} does not apply (write OR in the query instead)",
                 )
             chosen = SearchMode.KEYWORD
         filters = SearchFilters(
@@ -233,7 +234,7 @@ class EvidenceRepository:
         )
         checked_limit = validation.limit(limit)
         if not isinstance(query, str):
-            raise InvalidInput(f"query must be text; got {type(query).__name__}")
+            raise InvalidInput(Param("query"), f" must be text; got {type(query).__name__}")
         prepared: ParsedQuery | str
         if raw:
             if not query.strip():
@@ -292,7 +293,7 @@ class EvidenceRepository:
         if kinds:
             stmt = stmt.where(sources.c.kind.in_(kinds))
         if uri_prefix is not None:
-            prefix = inputs.filter_values("uri prefix", uri_prefix)[0]
+            prefix = inputs.filter_values("uri_prefix", uri_prefix)[0]
             stmt = stmt.where(starts_with(sources.c.uri, prefix))
         with self._store.read() as conn:
             return [to_source(row) for row in conn.execute(stmt)]

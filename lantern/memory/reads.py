@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Select, bindparam, select, union_all
 
 from lantern import validation
-from lantern.errors import InvalidInput
+from lantern.errors import InvalidInput, Param
 from lantern.memory import fts, history, refs, search
 from lantern.memory.chains import successor, walk
 from lantern.memory.core import RepositoryCore
@@ -140,7 +140,7 @@ class MemoryReads(RepositoryCore):
         limit = validation.limit(limit)
         offset = validation.offset(offset)
         if after is not None and offset:
-            raise InvalidInput("give either an offset or a cursor (after), not both")
+            raise _offset_and_cursor()
         key = None if after is None else parse_cursor(after)
         conditions = filters.conditions(self._store.dialect, now())
         values = {**conditions.values, "limit": limit + 1, "offset": offset}
@@ -225,7 +225,7 @@ class MemoryReads(RepositoryCore):
         if mode is not None:
             chosen = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
         if not isinstance(query, str):
-            raise InvalidInput(f"query must be text; got {type(query).__name__}")
+            raise InvalidInput(Param("query"), f" must be text; got {type(query).__name__}")
         filters = MemoryFilter.build(
             scope=scope,
             kind=kind,
@@ -241,7 +241,7 @@ class MemoryReads(RepositoryCore):
         limit = validation.limit(limit)
         offset = validation.offset(offset)
         if after is not None and offset:
-            raise InvalidInput("give either an offset or a cursor (after), not both")
+            raise _offset_and_cursor()
         fingerprint = search_fingerprint(query, chosen.value, order, filters)
         position = None if after is None else parse_search_cursor(after, fingerprint, order)
         parsed = parse_query(query)
@@ -302,3 +302,7 @@ class MemoryReads(RepositoryCore):
         """`source` and `chunk` references that name nothing in the store any more."""
         with self._store.read() as conn:
             return refs.dangling(conn, self._scopes.clauses(conn.dialect.name))
+
+
+def _offset_and_cursor() -> InvalidInput:
+    return InvalidInput("give either ", Param("offset"), " or ", Param("after"), ", not both")
