@@ -257,3 +257,44 @@ def test_mcp_messages_and_descriptions_name_no_cli_option(tmp_path: Path) -> Non
     assert "give either offset or after, not both" in messages["cursor"]
     for message in messages.values():
         assert not cli_words.search(message), message
+
+
+# --- free text that begins with - --------------------------------------------------------------
+
+
+def test_queries_and_content_that_begin_with_a_dash(tmp_path: Path) -> None:
+    store = str(tmp_path / "t.db")
+    text = "Run the build with -spawn and -j4; see --verbose."
+    ingested = _invoke("--db", store, "ingest", "-", "--uri", "note://build", input=text)
+    assert ingested.exit_code == 0, ingested.output
+    found = _invoke("search", "-spawn", "--db", store, "--json")
+    assert found.exit_code == 0, found.output
+    assert [hit["uri"] for hit in json.loads(found.stdout)] == ["note://build"]
+    # Among other words and options, in any order; a negative number is text too.
+    mixed = _invoke("--db", store, "search", "build", "--limit", "5", "-j4", "--json", "-1")
+    assert mixed.exit_code == 0, mixed.output
+    assert len(json.loads(mixed.stdout)) == 1
+    # A --word is an option: a typo is reported, and after -- it is text.
+    typo = _invoke("--db", store, "search", "--limt", "5", "build")
+    assert typo.exit_code == 2
+    assert "No such option '--limt' (text that starts with -- goes after --)" in typo.stderr
+    quoted = _invoke("--db", store, "search", "--json", "--", "--verbose")
+    assert [hit["uri"] for hit in json.loads(quoted.stdout)] == ["note://build"]
+    added = _invoke("--db", store, "memory", "add", "--kind", "fact", "- a list item", "--json")
+    assert json.loads(added.stdout)["content"] == "- a list item"
+    matched = _invoke("--db", store, "memory", "search", "-item", "--json")
+    assert [m["content"] for m in json.loads(matched.stdout)] == ["- a list item"]
+    # `-h` is still help, and a missing option value is still Click's error.
+    assert _invoke("search", "-h").stdout.startswith("Usage: lantern search")
+    missing = _invoke("--db", store, "search", "-spawn", "--limit")
+    assert missing.exit_code == 2 and "'--limit' requires an argument" in missing.stderr
+
+
+def test_a_dash_query_in_a_real_process(tmp_path: Path) -> None:
+    from tests.helpers import lantern_process
+
+    store = str(tmp_path / "t.db")
+    lantern_process("--db", store, "memory", "add", "--kind", "fact", "Use -O2 for speed.")
+    done = lantern_process("--db", store, "memory", "search", "-O2", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [m["content"] for m in json.loads(done.stdout)] == ["Use -O2 for speed."]

@@ -11,7 +11,7 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import emit_json, json_option, note, origin_text, read_stdin, when
-from lantern.cli.parsing import CommandGroup
+from lantern.cli.parsing import CommandGroup, FreeTextCommand
 from lantern.evidence.records import IngestSummary
 from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
 
@@ -111,7 +111,7 @@ def ingest(
     )
 
 
-@click.command("search")
+@click.command("search", cls=FreeTextCommand)
 @click.argument("query", nargs=-1, required=True)
 @click.option("--kind", "kinds", multiple=True, help="Only sources of this kind. Repeatable.")
 @click.option(

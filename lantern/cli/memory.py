@@ -23,7 +23,7 @@ from lantern.cli.output import (
     show_record,
     when,
 )
-from lantern.cli.parsing import CommandGroup
+from lantern.cli.parsing import CommandGroup, FreeTextCommand
 from lantern.errors import InvalidInput
 from lantern.memory.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
 from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
@@ -123,7 +123,7 @@ def _filters(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@memory.command("add")
+@memory.command("add", cls=FreeTextCommand)
 @click.argument("content")
 @click.option("--kind", required=True, help=f"One of: {', '.join(MEMORY_KINDS)}.")
 @click.option("--scope", default="global", show_default=True, help="Namespace, e.g. user:raphael.")
@@ -324,7 +324,7 @@ def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any
     _cursor_note(records, with_cursor)
 
 
-@memory.command("search")
+@memory.command("search", cls=FreeTextCommand)
 @click.argument("query")
 @click.option(
     "--mode",

@@ -124,7 +124,7 @@ def report_usage_error(ctx: click.Context, exc: click.UsageError) -> None:
     message = " ".join(exc.format_message().split()).removesuffix(".")
     if wants_json(ctx) or _json_in_argv(ctx):
         emit_json({"error": {"code": USAGE_CODE, "message": message}})
-    where = (exc.ctx or ctx).command_path
+    where = exc.ctx.command_path if exc.ctx is not None else invoked_command(ctx)[1]
     click.echo(f"Error: {message} (see '{where} --help')", err=True)
 
 

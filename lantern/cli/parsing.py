@@ -76,3 +76,59 @@ def accept_db(command: click.Command) -> None:
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             accept_db(sub)
+
+
+class FreeTextCommand(click.Command):
+    """A command whose arguments are free text (a query, a record's content).
+
+    A word that begins with `-` and is none of the command's options is text: `lantern search
+    -spawn` searches for `-spawn`, and `memory add "- a list item"` stores that. A word that
+    begins with `--` is still an option, so a mistyped `--limt` is reported rather than
+    searched for; after `--` every word is text, as usual.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, _text_after_options(self, ctx, args))
+        except click.NoSuchOption as exc:
+            if not exc.option_name.startswith("--"):
+                raise
+            raise click.NoSuchOption(
+                exc.option_name,
+                f"No such option {exc.option_name!r} (text that starts with -- goes after --)",
+                ctx=ctx,
+            ) from exc
+
+
+def _text_after_options(command: click.Command, ctx: click.Context, args: list[str]) -> list[str]:
+    """`args` with every word of text moved after a `--`, in order, when a word of text begins
+    with `-`; unchanged otherwise."""
+    values: dict[str, int] = {}
+    for param in command.get_params(ctx):
+        if isinstance(param, click.Option):
+            count = 0 if param.is_flag or param.count else param.nargs
+            values.update(dict.fromkeys([*param.opts, *param.secondary_opts], count))
+    options: list[str] = []
+    text: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        index += 1
+        if word == "--":
+            text += args[index:]
+            break
+        name = word.split("=", 1)[0]
+        if name in values:
+            count = 0 if "=" in word else values[name]
+            if index + count > len(args):
+                wanted = "an argument" if count == 1 else f"{count} arguments"
+                raise click.BadOptionUsage(name, f"Option {name!r} requires {wanted}.", ctx=ctx)
+            options += [word, *args[index : index + count]]
+            index += count
+        elif word.startswith("--"):
+            options.append(word)  # an unknown option: Click reports it
+        else:
+            text.append(word)
+    if not any(word.startswith("-") and len(word) > 1 for word in text):
+        return args
+    return [*options, "--", *text]
