@@ -5,6 +5,7 @@ examples that run, hints on a terminal and quiet on a pipe."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -298,3 +299,141 @@ def test_a_dash_query_in_a_real_process(tmp_path: Path) -> None:
     done = lantern_process("--db", store, "memory", "search", "-O2", "--json")
     assert done.returncode == 0, done.stderr
     assert [m["content"] for m in json.loads(done.stdout)] == ["Use -O2 for speed."]
+
+
+# --- help examples, verbatim and runnable -------------------------------------------------------
+
+
+def _help_examples(width: int) -> dict[tuple[str, ...], list[str]]:
+    """Every command's examples as its help shows them at `width` columns: the paragraphs
+    that start with a `lantern` command line (or pipe into one), lines as printed."""
+    from tests.helpers import subcommands
+
+    found: dict[tuple[str, ...], list[str]] = {}
+
+    def walk(command: click.Command, path: tuple[str, ...]) -> None:
+        ctx = click.Context(
+            command,
+            info_name=" ".join(("lantern", *path)),
+            terminal_width=width,
+            max_content_width=width,
+        )
+        for paragraph in command.get_help(ctx).split("\n\n"):
+            first = paragraph.strip().splitlines()[0] if paragraph.strip() else ""
+            if first.startswith("lantern ") or "| lantern " in first:
+                found.setdefault(path, []).append(paragraph)
+        if isinstance(command, click.Group):
+            for name, sub in sorted(subcommands(command).items()):
+                walk(sub, (*path, name))
+
+    walk(cli, ())
+    return found
+
+
+def _command_line(paragraph: str) -> str:
+    """An example as one shell command line: continuation lines joined."""
+    return " ".join(line.strip().removesuffix("\\").strip() for line in paragraph.splitlines())
+
+
+def test_help_examples_are_kept_verbatim_at_any_width() -> None:
+    narrow, wide = _help_examples(40), _help_examples(200)
+    assert narrow == wide
+    assert sum(len(examples) for examples in wide.values()) >= 30
+    continued = [e for examples in wide.values() for e in examples if "\\\n" in e]
+    assert continued, "an example that continues on a second line"
+    for example in continued:
+        # The backslash ends its line, and the next line is the rest of the command.
+        assert all(line.rstrip().endswith("\\") for line in example.splitlines()[:-1])
+
+
+def _shell_words(command_line: str, home: Path, cwd: Path) -> tuple[list[str], str | None]:
+    """The arguments bash gives `lantern` for an example (quotes, ~ and $(...) expanded),
+    and the file its output is redirected to, if any."""
+    import subprocess
+
+    command = command_line.rsplit("| ", 1)[-1]
+    target = None
+    redirect = re.search(r"\s>\s*(\S+)$", command)
+    if redirect:
+        target = redirect.group(1)
+        command = command[: redirect.start()]
+    assert command.startswith("lantern "), command
+    done = subprocess.run(
+        ["bash", "-c", "printf '%s\\0' " + command.removeprefix("lantern ")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=cwd,
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+    )
+    return done.stdout.split("\0")[:-1], target
+
+
+def _parse_only(argv: list[str]) -> click.Command:
+    """The command an argument list reaches, parsed as `lantern` parses it, without running
+    anything; a usage error raises."""
+    command: click.Command = cli
+    ctx: click.Context | None = None
+    name, args = "lantern", argv
+    while True:
+        ctx = click.Context(command, info_name=name, parent=ctx, **command.context_settings)
+        if isinstance(command, click.Group):
+            rest = click.Command.parse_args(command, ctx, args)
+            if not rest:
+                return command
+            found_name, found, args = command.resolve_command(ctx, rest)
+            assert found is not None and found_name is not None
+            command, name = found, found_name
+        else:
+            command.parse_args(ctx, args)
+            return command
+
+
+def test_every_help_example_parses(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    runs_itself = command_at(cli, ("mcp",))
+    for examples in _help_examples(100).values():
+        for example in examples:
+            argv, _target = _shell_words(_command_line(example), home, tmp_path)
+            reached = _parse_only(argv)
+            assert not isinstance(reached, click.Group) or reached is runs_itself, argv
+
+
+# A few examples run for real, in this order, in one home directory and store.
+RUN = [
+    ("ingest",),
+    ("search",),
+    ("memory", "add"),
+    ("memory", "list"),
+    ("memory", "search"),
+    ("export",),
+    ("import",),
+    ("inspect",),
+    ("source", "list"),
+    ("db", "status"),
+    ("db", "check"),
+]
+
+
+def test_a_few_help_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    notes = home / "notes"
+    notes.mkdir(parents=True)
+    (notes / "release.md").write_text("# Release checklist\n\nTag it, then deploy.\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LANTERN_DB", str(tmp_path / "store.db"))
+    examples = _help_examples(100)
+    ran = 0
+    for path in RUN:
+        for example in examples[path]:
+            argv, target = _shell_words(_command_line(example), home, tmp_path)
+            if "--uri-prefix" in argv:
+                continue  # names a file of another home
+            stdin = "collected 1 item\n" if "-" in argv else None
+            result = CliRunner().invoke(cli, argv, input=stdin)
+            assert result.exit_code == 0, (argv, result.output)
+            if target is not None:
+                (tmp_path / target).write_text(result.stdout)
+            ran += 1
+    assert ran >= 12

@@ -110,6 +110,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
     Stores evidence (what an agent observed) and memory records (what it decided to keep),
     and gives them back filtered and deterministically ordered. Example:
 
+    \b
         lantern memory add --kind preference --scope user:raphael "Prefers short answers."
     """
     # A --db given after the command word replaces this one when that command is parsed.

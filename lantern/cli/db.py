@@ -14,6 +14,7 @@ from lantern.errors import NotAStore
 def db() -> None:
     """The store itself: status, schema upgrades, health checks and backups.
 
+    \b
     lantern db status
     """
 
@@ -24,6 +25,7 @@ def db() -> None:
 def status_command(ctx: click.Context, as_json: bool) -> None:
     """Show where the store is and whether its schema needs an upgrade.
 
+    \b
     lantern db status --json
     """
     status = open_lantern(ctx, require_current=False).status()
@@ -49,6 +51,7 @@ def upgrade_command(ctx: click.Context, no_backup: bool, as_json: bool) -> None:
     A SQLite store is first copied beside itself (NAME.backup-TIME); the upgrade then runs
     in one transaction: it completes, or the store stays as it was.
 
+    \b
         lantern --db ~/notes/lantern.db db upgrade
     """
     lantern = open_lantern(ctx, require_current=False, create=True)
@@ -82,6 +85,7 @@ def check_command(ctx: click.Context, as_json: bool) -> None:
     records' identities. Each problem is listed. References whose evidence is gone and records
     that say the same are listed as warnings: they are not damage, and leave the exit code 0.
 
+    \b
         lantern db check --json
     """
     report = open_lantern(ctx, require_current=False).check()
@@ -115,6 +119,7 @@ def rebuild_index_command(ctx: click.Context, as_json: bool) -> None:
 
     For when `db check` finds an index that disagrees with its table. One transaction.
 
+    \b
         lantern db rebuild-index
     """
     report = open_lantern(ctx).rebuild_index()
@@ -139,6 +144,7 @@ def backup_command(ctx: click.Context, path: str, force: bool, as_json: bool) ->
     The copy is one consistent snapshot, checked before it is moved into place. PostgreSQL
     stores are backed up with pg_dump (or `lantern export`).
 
+    \b
         lantern db backup ~/backups/lantern-$(date +%F).db
     """
     report = open_lantern(ctx, require_current=False).backup(path, force=force)

@@ -67,8 +67,10 @@ def ingest(
     files, files a .gitignore excludes and symbolic links are skipped and reported. Changed
     files are re-chunked, unchanged ones left as they are. Examples:
 
+    \b
         lantern ingest ~/notes --include '*.md' --prune
 
+    \b
         pytest 2>&1 | lantern ingest - --uri tool://pytest/run-42 --kind tool_output
     """
     # The default size lives in lantern.evidence.chunking, which is not imported for --help.
@@ -158,8 +160,10 @@ def search(
     every word must appear. "quoted words" match as a phrase, word* as a prefix; everything
     else is literal text, so any input is safe. TIME is unix seconds or ISO-8601. Examples:
 
+    \b
         lantern search where did we decide to deploy from
 
+    \b
         lantern search '"release checklist"' deploy* --mode keyword --kind markdown
     """
     hits = open_lantern(ctx).evidence.search(
@@ -183,6 +187,7 @@ def search(
 def source() -> None:
     """Sources: where evidence came from (files, transcripts, piped outputs).
 
+    \b
     lantern source list --kind markdown
     """
 
@@ -204,6 +209,7 @@ def list_command(
 ) -> None:
     """List sources in URI order, with their chunk counts.
 
+    \b
     lantern source list --kind markdown --uri-prefix file:///home/ada/notes/
     """
     found = open_lantern(ctx).evidence.list_sources(
@@ -244,6 +250,7 @@ def show_command(
 ) -> None:
     """Show a source's metadata, its chunks, and the memory records citing them.
 
+    \b
     lantern source show file:///home/ada/notes/todo.md --limit 100
     """
     lantern = open_lantern(ctx)
@@ -269,6 +276,7 @@ def show_command(
 def remove_command(ctx: click.Context, ref: str, as_json: bool) -> None:
     """Remove a source with its chunks (memory records citing them keep their references).
 
+    \b
     lantern source remove src_0123456789abcdef
     """
     removed = open_lantern(ctx).evidence.remove_source(ref)
@@ -282,6 +290,7 @@ def remove_command(ctx: click.Context, ref: str, as_json: bool) -> None:
 def chunk() -> None:
     """Chunks: the searchable slices of a source's text.
 
+    \b
     lantern chunk show chk_0123456789abcdef
     """
 
@@ -301,6 +310,7 @@ def chunk() -> None:
 def chunk_show_command(ctx: click.Context, chunk_id: str, context: int, as_json: bool) -> None:
     """Show a chunk's text, offsets and source, and the memory records citing it.
 
+    \b
     lantern chunk show chk_0123456789abcdef --context 1
     """
     lantern = open_lantern(ctx)

@@ -86,8 +86,10 @@ def mcp(
     messages go to stderr; the server exits when the client closes stdin. With --http it
     serves every client holding a token from --tokens, until SIGINT or SIGTERM. Examples:
 
+    \b
         lantern mcp --scope 'project:lantern/*' --print-config
 
+    \b
         lantern mcp --http 8765 --tokens ~/.config/lantern/tokens.json
     """
     if ctx.invoked_subcommand is not None:
@@ -151,6 +153,7 @@ def mcp(
 def token() -> None:
     """Tokens for `lantern mcp --http`: each with a label, its scopes and a read-only flag.
 
+    \b
     lantern mcp token add --tokens ~/.config/lantern/tokens.json --label ada --scope 'user:ada*'
     """
 
@@ -183,6 +186,7 @@ def token_add(
 ) -> None:
     """Make a token and print it, once: the file keeps only its hash.
 
+    \b
     lantern mcp token add --tokens tokens.json --label ci-bot --scope 'project:x/*' --read-only
     """
     from lantern.mcpserver import tokens
@@ -201,6 +205,7 @@ def token_add(
 def token_list(token_path: Path, as_json: bool) -> None:
     """List the tokens' labels, scopes and read-only flags (never the tokens).
 
+    \b
     lantern mcp token list --tokens ~/.config/lantern/tokens.json
     """
     from lantern.mcpserver import tokens
@@ -221,6 +226,7 @@ def token_list(token_path: Path, as_json: bool) -> None:
 def token_revoke(token_path: Path, label: str, as_json: bool) -> None:
     """Revoke a token: a running server refuses it from its next request.
 
+    \b
     lantern mcp token revoke --tokens ~/.config/lantern/tokens.json ci-bot
     """
     from lantern.mcpserver import tokens

@@ -36,6 +36,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def memory() -> None:
     """Memory records: explicit, durable state the agent decided to keep.
 
+    \b
     lantern memory list --scope user:raphael
     """
 
@@ -221,6 +222,7 @@ def update_command(
 
     Scope and kind never change in place; that is `memory supersede`.
 
+    \b
         lantern memory update mem_0123456789abcdef --priority 80 --add-ref session:abc
     """
     if content == "-":
@@ -277,6 +279,7 @@ def supersede_command(
     """Replace a record: the new one takes every field not given from the old one, and the
     old one becomes superseded, in one transaction. Prints the new id.
 
+    \b
         lantern memory supersede mem_0123456789abcdef --content "The build uses just."
     """
     if content == "-":
@@ -309,6 +312,7 @@ def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any
     """List memory records: active first, then higher priority, higher urgency, newer
     updated_at, and id.
 
+    \b
         lantern memory list --scope 'project:lantern/*' --min-priority 70 --json
     """
     records = open_lantern(ctx).memory.list(limit=limit, **_filters(params))
@@ -360,6 +364,7 @@ def search_command(
     every word must appear. "quoted words" must appear together; word* matches a prefix;
     nothing else is an operator. Both orders page with --after.
 
+    \b
         lantern memory search "where does the user live" --scope 'user:*' --json
     """
     matches = open_lantern(ctx).memory.search(
@@ -389,6 +394,7 @@ def search_command(
 def show_command(ctx: click.Context, record_id: str, with_chain: bool, as_json: bool) -> None:
     """Show one memory record, with what it replaced and what replaced it.
 
+    \b
     lantern memory show mem_0123456789abcdef
     """
     lantern = open_lantern(ctx)
@@ -411,6 +417,7 @@ def show_command(ctx: click.Context, record_id: str, with_chain: bool, as_json: 
 def history_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
     """Show every recorded change to a record, oldest first.
 
+    \b
     lantern memory history mem_0123456789abcdef
     """
     entries = open_lantern(ctx).memory.history(record_id)
@@ -430,6 +437,7 @@ def history_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
 def archive_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
     """Archive a memory record: it stays stored, and leaves the default listing.
 
+    \b
     lantern memory archive mem_0123456789abcdef
     """
     _emit_record(open_lantern(ctx).memory.archive(record_id), as_json)
@@ -442,6 +450,7 @@ def archive_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
 def restore_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
     """Make an archived record active again.
 
+    \b
     lantern memory restore mem_0123456789abcdef
     """
     _emit_record(open_lantern(ctx).memory.restore(record_id), as_json)
@@ -456,6 +465,7 @@ def expire_command(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
 
     Lantern never does this by itself; run it when your agent decides to.
 
+    \b
         lantern memory expire --dry-run
     """
     records = open_lantern(ctx).memory.expire(dry_run=dry_run)
@@ -479,6 +489,7 @@ def forget_command(ctx: click.Context, record_id: str, yes: bool, as_json: bool)
     On SQLite the content also leaves the file: deleted bytes are zeroed, the search index is
     rewritten and the write-ahead log truncated.
 
+    \b
         lantern memory forget mem_0123456789abcdef --yes
     """
     if not yes:
@@ -527,6 +538,7 @@ def cites_command(
     """List the memory records that cite a source, chunk or session (REF is TYPE:ID), in
     list order, expired ones included.
 
+    \b
         lantern memory cites chunk:chk_0123456789abcdef
     """
     records = open_lantern(ctx).memory.citing(
@@ -546,6 +558,7 @@ def check_refs_command(ctx: click.Context, as_json: bool) -> None:
     """List source: and chunk: references that no longer resolve (the source was removed or
     re-ingested with other chunks).
 
+    \b
         lantern memory check-refs --json
     """
     dangling = open_lantern(ctx).memory.check_refs()

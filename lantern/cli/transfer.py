@@ -33,6 +33,7 @@ def export(
     `lantern import` reads it back. Stdout is JSON with or without --json; with it, an
     error also prints its JSON object there.
 
+    \b
         lantern export --memories --scope 'project:lantern/*' > lantern-memories.jsonl
     """
     both = not memories and not evidence
@@ -55,6 +56,7 @@ def import_(ctx: click.Context, file: str, as_json: bool) -> None:
     Idempotent by id: anything already stored is left as it is. All or nothing: an error in
     any line changes nothing.
 
+    \b
         lantern import lantern-memories.jsonl
     """
     lantern = open_lantern(ctx, create=True)
