@@ -120,23 +120,21 @@ def normalized_content(value: str) -> str:
 
 
 def timestamp(field: str, value: object) -> int:
-    """Unix seconds (int or digit string) or ISO-8601 text (naive times are UTC)."""
+    """Unix seconds (a number, or its digits as text) or ISO-8601 text (naive times are UTC).
+
+    Times are whole seconds: a fraction (`1796029200.5`, what `time.time()` and `date +%s.%N`
+    give) is dropped, rounding down, as it is from an ISO-8601 time with a fraction.
+    """
     if isinstance(value, bool):
         raise _not_a_time(field, value)
     if isinstance(value, int):
         return _in_range(field, value)
-    if isinstance(value, float) and value.is_integer():
-        return _in_range(field, int(value))
+    if isinstance(value, float) and math.isfinite(value):
+        return _in_range(field, math.floor(value))
     if isinstance(value, str):
         stripped = value.strip()
-        if re.fullmatch(r"-?\d+", stripped):
-            # Without leading zeros, and no longer than a time can be: int() refuses a string
-            # of more than 4,300 digits, leading zeros included.
-            digits = stripped.lstrip("-").lstrip("0") or "0"
-            if len(digits) > _MAX_DIGITS:
-                raise InvalidInput(Param(field), f" is out of range: {stripped[:_MAX_DIGITS]}...")
-            number = int(digits)
-            return _in_range(field, -number if stripped.startswith("-") else number)
+        if re.fullmatch(r"-?(?:\d+(?:\.\d*)?|\.\d+)", stripped):
+            return _in_range(field, _whole_seconds(field, stripped))
         try:
             parsed = datetime.fromisoformat(stripped.replace("z", "Z"))
         except ValueError:
@@ -144,8 +142,23 @@ def timestamp(field: str, value: object) -> int:
         else:
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=UTC)
-            return _in_range(field, int(parsed.timestamp()))
+            return _in_range(field, math.floor(parsed.timestamp()))
     raise _not_a_time(field, value)
+
+
+def _whole_seconds(field: str, text: str) -> int:
+    """The whole seconds of a decimal number, rounded down."""
+    negative = text.startswith("-")
+    whole, _, fraction = text.lstrip("-").partition(".")
+    # Without leading zeros, and no longer than a time can be: int() refuses a string of more
+    # than 4,300 digits, leading zeros included.
+    digits = whole.lstrip("0") or "0"
+    if len(digits) > _MAX_DIGITS:
+        raise InvalidInput(Param(field), f" is out of range: {text[:_MAX_DIGITS]}...")
+    seconds = int(digits)
+    if not negative:
+        return seconds
+    return -seconds - (1 if fraction.strip("0") else 0)
 
 
 def _not_a_time(field: str, value: object) -> InvalidInput:

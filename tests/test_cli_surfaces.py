@@ -437,3 +437,258 @@ def test_a_few_help_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                 (tmp_path / target).write_text(result.stdout)
             ran += 1
     assert ran >= 12
+
+
+# --- quiet and hints ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stderr is a terminal, as for a person typing (the runner's own stderr is not)."""
+    monkeypatch.setattr("lantern.cli.output.stderr_is_terminal", lambda: True)
+
+
+def _store_with_three(tmp_path: Path) -> str:
+    store = str(tmp_path / "t.db")
+    for n in range(3):
+        _invoke("--db", store, "memory", "add", "--kind", "fact", f"Deploy note {n}.")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for n in range(3):
+        (notes / f"n{n}.md").write_text(f"# Note {n}\n\nHow to deploy, part {n}.\n")
+    assert _invoke("--db", store, "ingest", str(notes)).exit_code == 0
+    return store
+
+
+@pytest.mark.usefixtures("terminal")
+def test_a_page_that_stops_at_its_limit_says_how_to_go_on(tmp_path: Path) -> None:
+    store = _store_with_three(tmp_path)
+    listed = _invoke("--db", store, "memory", "list", "--limit", "2")
+    assert listed.exit_code == 0
+    [line] = listed.stderr.splitlines()
+    assert re.fullmatch(
+        r"lantern: 2 records shown, more match: --after c1_\S+ shows the next page", line
+    )
+    cursor = line.split("--after ")[1].split()[0]
+    rest = _invoke("--db", store, "memory", "list", "--limit", "2", "--after", cursor)
+    assert len(rest.stdout.splitlines()) == 1 and rest.stderr == ""
+    offset = _invoke("--db", store, "memory", "list", "--limit", "1", "--offset", "1", "--json")
+    assert offset.stderr == "lantern: 1 record shown, more match: --offset 2 shows the next page\n"
+    found = _invoke("--db", store, "memory", "search", "deploy", "--limit", "1")
+    assert "1 record shown, more match: --after c2_" in found.stderr
+    hits = _invoke("--db", store, "search", "deploy", "--limit", "2")
+    assert hits.stderr == "lantern: 2 chunks shown, more match: a --limit above 2 shows them\n"
+    sources = _invoke("--db", store, "source", "list", "--limit", "2")
+    assert sources.stderr == (
+        "lantern: 2 sources shown, more match: --offset 2 shows the next page\n"
+    )
+    # All of it on one page: nothing to add.
+    assert _invoke("--db", store, "memory", "list").stderr == ""
+    assert _invoke("--db", store, "search", "deploy").stderr == ""
+    # --with-cursor says where the next page starts, as it always did.
+    with_cursor = _invoke("--db", store, "memory", "list", "--limit", "2", "--with-cursor")
+    assert with_cursor.stderr.startswith("lantern: more after this page: --after c1_")
+
+
+@pytest.mark.usefixtures("terminal")
+def test_an_empty_result_says_so(tmp_path: Path) -> None:
+    store = _store_with_three(tmp_path)
+    cases = [
+        (["memory", "list", "--scope", "nowhere"], "no records match"),
+        (["memory", "search", "absent"], "no records match"),
+        (["memory", "cites", "session:none"], "no records match"),
+        (["search", "absent"], "no chunks match"),
+        (["source", "list", "--kind", "log"], "no sources match"),
+    ]
+    for args, message in cases:
+        result = _invoke("--db", store, *args)
+        assert (result.exit_code, result.stdout, result.stderr) == (0, "", f"lantern: {message}\n")
+
+
+def test_hints_are_for_a_terminal_only(tmp_path: Path) -> None:
+    store = _store_with_three(tmp_path)
+    for args in (["memory", "list", "--limit", "1"], ["search", "absent"]):
+        assert _invoke("--db", store, *args).stderr == ""
+
+
+def _stderr_on_a_terminal(*args: str) -> tuple[int, str, str]:
+    """Run `lantern` with stdout on a pipe and stderr on a pseudo-terminal."""
+    import os
+    import pty
+    import subprocess
+
+    from tests.helpers import LANTERN_BIN
+
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [str(LANTERN_BIN), *args],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(follower)
+    received = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal is closed once everything was read
+            break
+        if not chunk:
+            break
+        received += chunk
+    os.close(leader)
+    return done.returncode, done.stdout.decode(), received.decode().replace("\r\n", "\n")
+
+
+def test_hints_in_a_real_process_on_a_terminal_and_on_a_pipe(tmp_path: Path) -> None:
+    from tests.helpers import lantern_process
+
+    store = _store_with_three(tmp_path)
+    code, stdout, stderr = _stderr_on_a_terminal("--db", store, "memory", "list", "--limit", "1")
+    assert code == 0 and len(stdout.splitlines()) == 1
+    assert stderr.startswith("lantern: 1 record shown, more match: --after c1_")
+    piped = lantern_process("--db", store, "memory", "list", "--limit", "1")
+    assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_ingest_skips_caches_and_can_be_quiet(tmp_path: Path) -> None:
+    store = str(tmp_path / "t.db")
+    project = tmp_path / "project"
+    for cache in ("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"):
+        (project / "pkg" / cache).mkdir(parents=True)
+        (project / "pkg" / cache / "state.txt").write_text("derived\n")
+    (project / "build-cache").mkdir()
+    (project / "build-cache" / "CACHEDIR.TAG").write_text(
+        "Signature: 8a477f597d28d172789f06886806bc55\n"
+    )
+    (project / "pkg" / "module.py").write_text("def f():\n    return 1\n")
+    result = _invoke("--db", store, "ingest", str(project), "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["added"] == 1
+    skipped = {Path(item["path"]).name: item["reason"] for item in summary["skipped_paths"]}
+    assert skipped == dict.fromkeys(
+        ["build-cache", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"],
+        "cache directory",
+    )
+    assert all(item["named"] is False for item in summary["skipped_paths"])
+    assert result.stderr.count("lantern: skipped ") == 5
+    quiet = _invoke("--db", store, "ingest", str(project), "--quiet")
+    assert (quiet.exit_code, quiet.stderr) == (0, "")
+    assert quiet.stdout.startswith("added 0, updated 0, unchanged 1, skipped 5, removed 0; ")
+
+
+def test_a_named_file_that_is_skipped_fails_the_command(tmp_path: Path) -> None:
+    store = str(tmp_path / "t.db")
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "photo.png").write_bytes(b"\x89PNG\x00\x01")
+    (files / "notes.md").write_text("# Notes\n")
+    photo = str(files / "photo.png")
+    result = _invoke("--db", store, "ingest", str(files / "notes.md"), photo)
+    assert result.exit_code == 1
+    assert result.stdout.startswith("added 1, updated 0, unchanged 0, skipped 1, removed 0; ")
+    assert result.stderr.splitlines()[-1] == f"Error: {photo} was not ingested: binary"
+    as_json = _invoke("--db", store, "ingest", str(files), photo, "--json", "-q")
+    assert (as_json.exit_code, as_json.stderr) == (1, f"Error: {photo} was not ingested: binary\n")
+    assert json.loads(as_json.stdout)["skipped_paths"] == [
+        {"path": photo, "reason": "binary", "named": True}
+    ]
+    # Found by walking a directory, the same file is only reported.
+    walked = _invoke("--db", store, "ingest", str(files), "--quiet")
+    assert walked.exit_code == 0
+
+
+def test_standard_input_drops_the_line_break_a_shell_adds(tmp_path: Path) -> None:
+    store = str(tmp_path / "t.db")
+    added = _invoke(
+        "--db", store, "memory", "add", "--kind", "fact", "-", "--json", input="Build with just.\n"
+    )
+    assert json.loads(added.stdout)["content"] == "Build with just."
+    kept = _invoke(
+        "--db", store, "memory", "add", "--kind", "fact", "-", "--json", input="Two lines.\n\n"
+    )
+    assert json.loads(kept.stdout)["content"] == "Two lines.\n"
+    crlf = _invoke(
+        "--db", store, "memory", "add", "--kind", "goal", "-", "--json", input="Done.\r\n"
+    )
+    assert json.loads(crlf.stdout)["content"] == "Done."
+    record = json.loads(added.stdout)["id"]
+    updated = _invoke(
+        "--db",
+        store,
+        "memory",
+        "update",
+        record,
+        "--content",
+        "-",
+        "--json",
+        input="Build with make.\n",
+    )
+    assert json.loads(updated.stdout)["content"] == "Build with make."
+    ingested = _invoke(
+        "--db", store, "ingest", "-", "--uri", "tool://echo", "--json", input="hello\n"
+    )
+    assert json.loads(ingested.stdout)["bytes"] == len("hello")
+
+
+def test_fractional_unix_times_are_whole_seconds(tmp_path: Path) -> None:
+    store = str(tmp_path / "t.db")
+    added = _invoke(
+        "--db",
+        store,
+        "memory",
+        "add",
+        "--kind",
+        "fact",
+        "--expires-at",
+        "4102444800.9",
+        "x",
+        "--json",
+    )
+    assert added.exit_code == 0, added.output
+    assert json.loads(added.stdout)["expires_at"] == 4102444800
+    since = _invoke("--db", store, "memory", "list", "--updated-since", "1.5", "--json")
+    assert [r["content"] for r in json.loads(since.stdout)] == ["x"]
+    later = _invoke("--db", store, "memory", "list", "--updated-since", "4102444800.5", "--json")
+    assert json.loads(later.stdout) == []
+    assert _invoke("--db", store, "search", "x", "--since", "0.25").exit_code == 0
+
+
+def test_a_word_outside_a_vocabulary_is_a_usage_error(tmp_path: Path) -> None:
+    store = str(tmp_path / "t.db")
+    _invoke("--db", store, "memory", "add", "--kind", "fact", "x")
+    for args in (
+        ["memory", "list", "--status", "foo"],
+        ["memory", "search", "x", "--status", "foo"],
+        ["memory", "cites", "session:a", "--status", "foo"],
+        ["memory", "list", "--kind", "opinion"],
+        ["memory", "add", "--kind", "opinion", "y"],
+    ):
+        result = _invoke("--db", store, *args, "--json")
+        assert result.exit_code == 2, args
+        assert _error(result)["code"] == "usage"
+        assert "is not one of" in result.stderr
+
+
+def test_summaries_agree_in_number(tmp_path: Path) -> None:
+    store = str(tmp_path / "t.db")
+    (tmp_path / "one.md").write_text("# One\n\nShort.\n")
+    ingested = _invoke("--db", store, "ingest", str(tmp_path / "one.md"))
+    assert "; 1 chunk written, " in ingested.stdout
+    listed = _invoke("--db", store, "source", "list")
+    assert " 1 chunk  " in listed.stdout
+    _invoke("--db", store, "memory", "add", "--kind", "fact", "x")
+    exported = _invoke("--db", store, "export")
+    assert exported.stderr == (
+        "lantern: exported 1 source, 1 chunk, 1 memory record, 1 history entry\n"
+    )
+    (tmp_path / "two.md").write_text("# Two\n\nAlso short.\n")
+    _invoke("--db", store, "ingest", str(tmp_path / "two.md"))
+    assert "exported 2 sources, 2 chunks" in _invoke("--db", store, "export", "--evidence").stderr
+    source_id = json.loads(_invoke("--db", store, "source", "list", "--json").stdout)[0]["id"]
+    removed = _invoke("--db", store, "source", "remove", source_id)
+    assert removed.stdout.endswith("and its 1 chunk\n")

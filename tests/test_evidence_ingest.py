@@ -555,8 +555,10 @@ def test_summary_json_shape(lt: Lantern, files: Path) -> None:
         "removed": 0,
         "chunks": 1,
         "bytes": 5,
-        "skipped_paths": [{"path": str(files / "b.bin"), "reason": "binary"}],
+        "skipped_paths": [{"path": str(files / "b.bin"), "reason": "binary", "named": False}],
     }
+    named = lt.evidence.ingest_path(files / "b.bin").to_json()["skipped_paths"]
+    assert named == [{"path": str(files / "b.bin"), "reason": "binary", "named": True}]
     assert isinstance(rendered["seconds"], float) and rendered["seconds"] >= 0
 
 
@@ -608,6 +610,7 @@ def test_files_over_the_size_limit_are_skipped_unread(
     summary = lt.evidence.ingest_path(files)
     reason = "too large (200 bytes; the limit is 100 bytes)"
     assert summary.skipped_paths == (SkippedPath(str(big), reason),)
-    assert lt.evidence.ingest_path(big).skipped_paths == (SkippedPath(str(big), reason),)
+    named = SkippedPath(str(big), reason, named=True)
+    assert lt.evidence.ingest_path(big).skipped_paths == (named,)
     with pytest.raises(InvalidInput, match="text is too large: 101 bytes, the limit is 100"):
         lt.evidence.ingest_text("tool://big", "y" * 101)

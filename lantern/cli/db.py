@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, note
+from lantern.cli.output import counted, emit_json, json_option, note
 from lantern.cli.parsing import CommandGroup
 from lantern.errors import NotAStore
 
@@ -127,9 +127,10 @@ def rebuild_index_command(ctx: click.Context, as_json: bool) -> None:
         emit_json(report.to_json())
         return
     click.echo(
-        f"rebuilt {', '.join(report.indexes)} from {report.chunks} chunks "
-        f"({report.search_texts} searched by their decoded text), {report.memories} memory "
-        f"records and {report.references} references"
+        f"rebuilt {', '.join(report.indexes)} from {counted(report.chunks, 'chunk')} "
+        f"({report.search_texts} searched by their decoded text), "
+        f"{counted(report.memories, 'memory record')} and "
+        f"{counted(report.references, 'reference')}"
     )
 
 
@@ -151,4 +152,4 @@ def backup_command(ctx: click.Context, path: str, force: bool, as_json: bool) ->
     if as_json:
         emit_json(report.to_json())
         return
-    click.echo(f"backed up the store to {report.path} ({report.size_bytes} bytes)")
+    click.echo(f"backed up the store to {report.path} ({counted(report.size_bytes, 'byte')})")

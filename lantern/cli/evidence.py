@@ -10,8 +10,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, note, origin_text, read_stdin, when
+from lantern.cli.output import (
+    counted,
+    emit_json,
+    json_option,
+    note,
+    origin_text,
+    page_hint,
+    plural,
+    read_stdin,
+    when,
+)
 from lantern.cli.parsing import CommandGroup, FreeTextCommand
+from lantern.errors import InvalidInput
 from lantern.evidence.records import IngestSummary
 from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
 
@@ -47,6 +58,12 @@ if TYPE_CHECKING:
 @click.option(
     "--prune", is_flag=True, help="Remove sources under the directories whose files are gone."
 )
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Say nothing on stderr but errors: no progress bar, no list of what was skipped.",
+)
 @json_option
 @click.pass_context
 def ingest(
@@ -59,13 +76,16 @@ def ingest(
     metadata: str | None,
     target_size: int | None,
     prune: bool,
+    quiet: bool,
     as_json: bool,
 ) -> None:
     """Ingest files and directories, or standard input (-), as evidence.
 
-    Directories are walked recursively; .git, node_modules, virtual environments, binary
-    files, files a .gitignore excludes and symbolic links are skipped and reported. Changed
-    files are re-chunked, unchanged ones left as they are. Examples:
+    Directories are walked recursively; .git, node_modules, caches (__pycache__,
+    .mypy_cache...), virtual environments, binary files, files a .gitignore excludes and
+    symbolic links are skipped and reported. A file named here that cannot be taken (binary,
+    not UTF-8, too large) makes the exit code 1, the other paths being ingested. Changed files
+    are re-chunked, unchanged ones left as they are. Examples:
 
     \b
         lantern ingest ~/notes --include '*.md' --prune
@@ -90,7 +110,7 @@ def ingest(
     else:
         if uri is not None:
             raise click.UsageError("--uri names standard input; use it with - as the path")
-        with _ProgressBar() as bar:
+        with _ProgressBar(enabled=not quiet) as bar:
             summary = open_lantern(ctx, create=True).evidence.ingest_path(
                 list(paths),
                 include=include,
@@ -102,15 +122,25 @@ def ingest(
                 **sizing,
             )
     for skipped in summary.skipped_paths:
-        note(f"skipped {skipped.path}: {skipped.reason}")
+        if not quiet:
+            note(f"skipped {skipped.path}: {skipped.reason}")
     if as_json:
         emit_json(summary.to_json())
-        return
-    click.echo(
-        f"added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}, "
-        f"skipped {summary.skipped}, removed {summary.removed}; {summary.chunks} chunks written, "
-        f"{summary.bytes} bytes in {summary.seconds:.2f} s"
-    )
+    else:
+        click.echo(
+            f"added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}, "
+            f"skipped {summary.skipped}, removed {summary.removed}; "
+            f"{counted(summary.chunks, 'chunk')} written, "
+            f"{counted(summary.bytes, 'byte')} in {summary.seconds:.2f} s"
+        )
+    refused = [skipped for skipped in summary.skipped_paths if skipped.named]
+    if refused:
+        # Not raised: the summary above is the output, and with --json the whole of stdout.
+        more = f" (and {counted(len(refused) - 1, 'other file')})" if len(refused) > 1 else ""
+        click.echo(
+            f"Error: {refused[0].path} was not ingested: {refused[0].reason}{more}", err=True
+        )
+        ctx.exit(InvalidInput.exit_code)
 
 
 @click.command("search", cls=FreeTextCommand)
@@ -178,9 +208,10 @@ def search(
     )
     if as_json:
         emit_json([hit.to_json() for hit in hits])
-        return
-    for hit in hits:
-        _show_hit(hit, explain=explain)
+    else:
+        for hit in hits:
+            _show_hit(hit, explain=explain)
+    page_hint(len(hits), "chunk", more=hits.more, next_page=f"a --limit above {limit} shows them")
 
 
 @click.group("source", cls=CommandGroup)
@@ -217,9 +248,12 @@ def list_command(
     )
     if as_json:
         emit_json([item.to_json() for item in found])
-        return
-    for item in found:
-        click.echo(f"{item.id}  {item.kind:<11}  {item.chunk_count:>6} chunks  {item.uri}")
+    else:
+        for item in found:
+            chunks = plural(item.chunk_count, "chunk")
+            click.echo(f"{item.id}  {item.kind:<11}  {item.chunk_count:>6} {chunks:<6}  {item.uri}")
+    following = f"--offset {offset + len(found)} shows the next page"
+    page_hint(len(found), "source", more=found.more, next_page=following)
 
 
 @source.command("show")
@@ -283,7 +317,8 @@ def remove_command(ctx: click.Context, ref: str, as_json: bool) -> None:
     if as_json:
         emit_json(removed.to_json())
         return
-    click.echo(f"removed {removed.id} ({removed.uri}) and its {removed.chunk_count} chunks")
+    chunks = counted(removed.chunk_count, "chunk")
+    click.echo(f"removed {removed.id} ({removed.uri}) and its {chunks}")
 
 
 @click.group("chunk", cls=CommandGroup)
@@ -326,8 +361,8 @@ def chunk_show_command(ctx: click.Context, chunk_id: str, context: int, as_json:
 class _ProgressBar:
     """A progress bar on stderr when it is a terminal; nothing at all on a pipe or a file."""
 
-    def __init__(self) -> None:
-        self.enabled = sys.stderr.isatty()
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
         self._bar: Any = None
 
     def update(self, done: int, total: int) -> None:

@@ -18,6 +18,7 @@ from lantern.cli.output import (
     list_records,
     note,
     origin_text,
+    page_hint,
     read_stdin,
     ref_text,
     show_record,
@@ -50,6 +51,11 @@ def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+# The vocabularies are choices of the command line: a word outside them is a usage error (exit 2),
+# named before anything runs. The repository checks them again for the other callers.
+_KIND = click.Choice(MEMORY_KINDS)
+_STATUS = click.Choice(STATUS_FILTERS)
+
 _allow_dangling = click.option(
     "--allow-dangling",
     is_flag=True,
@@ -73,12 +79,15 @@ _filter_options = _options(
         help="Only this scope, or scopes starting with a prefix ending in * (user:*); "
         "\\* at the end matches a literal star. Repeatable.",
     ),
-    click.option("--kind", "kinds", multiple=True, help="Only these kinds. Repeatable."),
+    click.option(
+        "--kind", "kinds", type=_KIND, multiple=True, help="Only these kinds. Repeatable."
+    ),
     click.option(
         "--status",
+        type=_STATUS,
         default="active",
         show_default=True,
-        help=f"One of: {', '.join(STATUS_FILTERS)}.",
+        help="Only records of this status; all for every status.",
     ),
     click.option("--min-priority", type=int, metavar="N", help="Priority at least N."),
     click.option("--min-urgency", type=int, metavar="N", help="Urgency at least N."),
@@ -126,7 +135,7 @@ def _filters(params: dict[str, Any]) -> dict[str, Any]:
 
 @memory.command("add", cls=FreeTextCommand)
 @click.argument("content")
-@click.option("--kind", required=True, help=f"One of: {', '.join(MEMORY_KINDS)}.")
+@click.option("--kind", type=_KIND, required=True, help="What the record is.")
 @click.option("--scope", default="global", show_default=True, help="Namespace, e.g. user:raphael.")
 @click.option("--priority", type=int, default=50, show_default=True, help="0-100.")
 @click.option("--urgency", type=int, default=0, show_default=True, help="0-100.")
@@ -245,7 +254,7 @@ def update_command(
 @memory.command("supersede")
 @click.argument("old_id", metavar="OLD_ID")
 @click.option("--content", metavar="TEXT", help="The new content, or - to read it from stdin.")
-@click.option("--kind", help=f"One of: {', '.join(MEMORY_KINDS)}.")
+@click.option("--kind", type=_KIND, help="What the new record is.")
 @click.option("--scope", help="Namespace, e.g. user:raphael.")
 @click.option("--priority", type=int, help="0-100.")
 @click.option("--urgency", type=int, help="0-100.")
@@ -320,12 +329,12 @@ def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any
     if as_json:
         rendered = [_record_json(record, explain) for record in records]
         emit_json(_paged(rendered, records, with_cursor))
-        return
-    for record in records:
-        if explain:
-            click.echo(_keys_text(order_keys(record)) + "  ", nl=False)
-        list_records([record])
-    _cursor_note(records, with_cursor)
+    else:
+        for record in records:
+            if explain:
+                click.echo(_keys_text(order_keys(record)) + "  ", nl=False)
+            list_records([record])
+    _cursor_note(records, with_cursor, as_json=as_json, offset=params["offset"])
 
 
 @memory.command("search", cls=FreeTextCommand)
@@ -375,10 +384,10 @@ def search_command(
         by_relevance = order == "relevance"
         rendered = [m.to_json(explain=explain, by_relevance=by_relevance) for m in matches]
         emit_json(_paged(rendered, matches, with_cursor))
-        return
-    for match in matches:
-        _show_match(match, explain=explain, by_relevance=order == "relevance")
-    _cursor_note(matches, with_cursor)
+    else:
+        for match in matches:
+            _show_match(match, explain=explain, by_relevance=order == "relevance")
+    _cursor_note(matches, with_cursor, as_json=as_json, offset=params["offset"])
 
 
 @memory.command("show")
@@ -514,7 +523,11 @@ def forget_command(ctx: click.Context, record_id: str, yes: bool, as_json: bool)
     help="For source:ID, also records citing any chunk of that source.",
 )
 @click.option(
-    "--status", default="all", show_default=True, help=f"One of: {', '.join(STATUS_FILTERS)}."
+    "--status",
+    type=_STATUS,
+    default="all",
+    show_default=True,
+    help="Only records of this status; all for every status.",
 )
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many.")
 @click.option("--after", metavar="CURSOR", help="Continue after a page (its next_cursor).")
@@ -546,9 +559,9 @@ def cites_command(
     )
     if as_json:
         emit_json(_paged([r.to_json() for r in records], records, with_cursor))
-        return
-    list_records(records)
-    _cursor_note(records, with_cursor)
+    else:
+        list_records(records)
+    _cursor_note(records, with_cursor, as_json=as_json)
 
 
 @memory.command("check-refs")
@@ -593,13 +606,20 @@ def _paged(rendered: list[dict[str, Any]], page: Page, with_cursor: bool) -> Any
     return {"records": rendered, "next_cursor": page.next_cursor}
 
 
-def _cursor_note(page: Page, with_cursor: bool) -> None:
-    if not with_cursor:
+def _cursor_note(page: Page, with_cursor: bool, *, as_json: bool, offset: int = 0) -> None:
+    """With --with-cursor (and without --json, whose output holds it) the next cursor, always;
+    else, at a terminal, that nothing matched or that more did and how to see them."""
+    if with_cursor:
+        if as_json:
+            return
+        if page.next_cursor is None:
+            note("this is the last page")
+        else:
+            note(f"more after this page: --after {page.next_cursor}")
         return
-    if page.next_cursor is None:
-        note("this is the last page")
-    else:
-        note(f"more after this page: --after {page.next_cursor}")
+    following = f"--offset {offset + len(page)}" if offset else f"--after {page.next_cursor}"
+    following += " shows the next page"
+    page_hint(len(page), "record", more=page.next_cursor is not None, next_page=following)
 
 
 def _keys_text(keys: dict[str, Any]) -> str:

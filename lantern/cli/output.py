@@ -39,14 +39,20 @@ def json_option(func: F) -> F:
 
 
 def read_stdin(limit_bytes: int, what: str, *, encoding: str = "utf-8") -> str:
-    """Standard input as text, refused past `limit_bytes` without reading more than that."""
+    """Standard input as text, refused past `limit_bytes` without reading more than that.
+
+    The one line break that ends it (which `echo` and a here-document add) is dropped, so that
+    `echo "Build with just." | lantern memory add -` stores what was typed; any other
+    whitespace is kept.
+    """
     data = sys.stdin.buffer.read(limit_bytes + 1)
     if len(data) > limit_bytes:
         raise InvalidInput(f"standard input is larger than the {limit_bytes}-byte limit for {what}")
     try:
-        return data.decode(encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise InvalidInput("standard input is not valid UTF-8 text") from exc
+    return text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
 
 
 def wants_json(ctx: click.Context) -> bool:
@@ -60,6 +66,26 @@ def emit_json(value: Any) -> None:
 def note(message: str) -> None:
     """A message for the person at the terminal: stderr, so stdout stays data."""
     click.echo(f"lantern: {message}", err=True)
+
+
+def hint(message: str) -> None:
+    """A note only a person reads: on stderr when it is a terminal, nothing on a pipe or in a
+    file, so that scripts and logs stay quiet."""
+    if stderr_is_terminal():
+        note(message)
+
+
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def page_hint(shown: int, noun: str, *, more: bool, next_page: str) -> None:
+    """Say (at a terminal) that a listing or search found nothing, or stopped at its limit
+    with more to come, and how to ask for the next page."""
+    if not shown:
+        hint(f"no {plural(0, noun)} match")
+    elif more:
+        hint(f"{counted(shown, noun)} shown, more match: {next_page}")
 
 
 def report_error(ctx: click.Context, exc: LanternError) -> None:
@@ -134,6 +160,26 @@ def _json_in_argv(ctx: click.Context) -> bool:
     argv: list[str] = ctx.meta.get(_ARGV_KEY, [])
     options = argv[: argv.index("--")] if "--" in argv else argv
     return "--json" in options
+
+
+_PLURALS = {
+    "memory": "memories",
+    "entity": "entities",
+    "history entry": "history entries",
+    "memory record": "memory records",
+}
+
+
+def plural(count: int, noun: str) -> str:
+    """The noun for `count` of it: `chunk` for 1, `chunks` otherwise."""
+    if count == 1:
+        return noun
+    return _PLURALS.get(noun, noun + "s")
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 chunk`, `102 sources`: a count and its noun, in agreement."""
+    return f"{count} {plural(count, noun)}"
 
 
 def when(seconds: int | None) -> str:

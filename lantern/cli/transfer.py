@@ -8,8 +8,15 @@ from typing import BinaryIO
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, note
+from lantern.cli.output import counted, emit_json, json_option, note
 from lantern.errors import InvalidInput, StoreIOError
+
+# The line types of the export format, as a sentence names them.
+_NOUNS = {
+    "chunk_entity": "chunk-entity link",
+    "history": "history entry",
+    "memory": "memory record",
+}
 
 
 @click.command("export")
@@ -42,8 +49,8 @@ def export(
         out, scope=scopes, memories=memories or both, evidence=evidence or both
     )
     out.flush()
-    counted = ", ".join(f"{n} {kind}" for kind, n in report.added.items() if n)
-    note(f"exported {counted or 'nothing'}")
+    lines = ", ".join(counted(n, _NOUNS.get(kind, kind)) for kind, n in report.added.items() if n)
+    note(f"exported {lines or 'nothing'}")
 
 
 @click.command("import")

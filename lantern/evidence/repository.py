@@ -39,6 +39,7 @@ from lantern.evidence.records import (
     ChunkDetail,
     IngestResult,
     IngestSummary,
+    Results,
     SearchHit,
     SkippedPath,
     Source,
@@ -204,8 +205,9 @@ class EvidenceRepository:
         limit: int = DEFAULT_SEARCH_LIMIT,
         raw: bool = False,
         mode: str | None = None,
-    ) -> list[SearchHit]:
-        """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`).
+    ) -> Results[SearchHit]:
+        """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`): a list
+        of `SearchHit`s whose `more` says whether other chunks matched past `limit`.
 
         `mode` is `keyword` (every word required) or `any` (any word but the common ones;
         the default, `lantern.retrieval.modes.DEFAULT_MODE`). `kind` and `source` (a source id
@@ -238,14 +240,16 @@ class EvidenceRepository:
         prepared: ParsedQuery | str
         if raw:
             if not query.strip():
-                return []
+                return Results[SearchHit]()
             prepared = validation.text("query", query, max_chars=inputs.MAX_RAW_QUERY_CHARS)
         else:
             parsed = parse_query(query)
             if parsed is None:
-                return []
+                return Results[SearchHit]()
             prepared = parsed
-        return search_chunks(self._store, prepared, filters, checked_limit, chosen)
+        # One more than asked for, to know whether more matched.
+        hits = search_chunks(self._store, prepared, filters, checked_limit + 1, chosen)
+        return Results(hits[:checked_limit], more=len(hits) > checked_limit)
 
     # --- inspect and remove ---------------------------------------------------------------
 
@@ -285,18 +289,21 @@ class EvidenceRepository:
         uri_prefix: str | None = None,
         limit: int = DEFAULT_SOURCE_LIMIT,
         offset: int = 0,
-    ) -> list[Source]:
-        """Sources in URI order, with their chunk counts."""
+    ) -> Results[Source]:
+        """Sources in URI order, with their chunk counts: a list of `Source`s whose `more` says
+        whether others follow past `limit`."""
         kinds = inputs.filter_values("kind", kind)
+        checked_limit = validation.limit(limit)
         stmt = source_select().order_by(sources.c.uri, sources.c.id)
-        stmt = stmt.limit(validation.limit(limit)).offset(validation.offset(offset))
+        stmt = stmt.limit(checked_limit + 1).offset(validation.offset(offset))
         if kinds:
             stmt = stmt.where(sources.c.kind.in_(kinds))
         if uri_prefix is not None:
             prefix = inputs.filter_values("uri_prefix", uri_prefix)[0]
             stmt = stmt.where(starts_with(sources.c.uri, prefix))
         with self._store.read() as conn:
-            return [to_source(row) for row in conn.execute(stmt)]
+            found = [to_source(row) for row in conn.execute(stmt)]
+        return Results(found[:checked_limit], more=len(found) > checked_limit)
 
     def get_chunk(self, chunk_ref: str, *, context: int = 0) -> ChunkDetail:
         """A chunk, its source, and up to `context` chunks on each side of it."""

@@ -119,8 +119,8 @@ KIND: Schema = {"type": "string", "enum": list(MEMORY_KINDS)}
 SCOPE: Schema = {"type": "string", "minLength": 1, "maxLength": MAX_SCOPE_CHARS}
 PERCENT: Schema = {"type": "integer", "minimum": 0, "maximum": 100}
 CONFIDENCE: Schema = {"type": "number", "minimum": 0, "maximum": 1}
-TIME: Schema = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
-TIME_HELP = "unix seconds or ISO-8601 (a time without a zone is UTC)"
+TIME: Schema = {"anyOf": [{"type": "number"}, {"type": "string"}]}
+TIME_HELP = "unix seconds (a fraction is dropped) or ISO-8601 (a time without a zone is UTC)"
 FLAG: Schema = {"type": "boolean", "default": False}
 REF: Schema = {
     "anyOf": [
