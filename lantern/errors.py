@@ -156,6 +156,18 @@ class PolicyRefused(LanternError):
     code = "refused"
 
 
+class StoreUnreachable(LanternError):
+    """The database server of a store cannot be reached, or refused the connection: a server
+    that is down or unknown, a network that fails, a database or user it does not know.
+
+    Nothing is wrong with the store as far as Lantern can tell; trying again later, or with
+    another URL, may work. (A SQLite store is a file: it is found or not, never unreachable.)
+    """
+
+    exit_code = 9
+    code = "store_unreachable"
+
+
 class NoStore(LanternError):
     """No store is where the command looked (a missing or empty file, an empty database).
 

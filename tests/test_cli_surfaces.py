@@ -692,3 +692,98 @@ def test_summaries_agree_in_number(tmp_path: Path) -> None:
     source_id = json.loads(_invoke("--db", store, "source", "list", "--json").stdout)[0]["id"]
     removed = _invoke("--db", store, "source", "remove", source_id)
     assert removed.stdout.endswith("and its 1 chunk\n")
+
+
+# --- what the documentation promises -----------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_an_unreachable_postgres_server_has_its_own_exit_code() -> None:
+    pytest.importorskip("psycopg")
+    from tests.helpers import lantern_process
+
+    url = f"postgresql+psycopg://lantern:secret@127.0.0.1:{_free_port()}/lantern"
+    result = _invoke("--db", url, "memory", "list", "--json")
+    assert result.exit_code == 9
+    error = _error(result)
+    assert error["code"] == "store_unreachable"
+    assert error["message"].startswith(
+        "cannot connect to the store at postgresql+psycopg://lantern:***@127.0.0.1:"
+    )
+    assert "secret" not in result.output
+    done = lantern_process("--db", url, "db", "status")
+    assert done.returncode == 9 and done.stderr.startswith("Error: cannot connect to the store")
+
+
+def test_a_database_the_server_does_not_know_is_unreachable_too(postgres_url: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(postgres_url).set(database="no_such_database_here")
+    result = _invoke("--db", url.render_as_string(hide_password=False), "inspect", "--json")
+    assert (result.exit_code, _error(result)["code"]) == (9, "store_unreachable")
+
+
+def test_print_config_says_when_it_prints_a_password(tmp_path: Path) -> None:
+    with_password = f"postgresql+psycopg://ada:secret@127.0.0.1:{_free_port()}/lantern"
+    printed = _invoke("--db", with_password, "mcp", "--print-config", "--json")
+    assert printed.exit_code == 0
+    assert json.loads(printed.stdout)["mcpServers"]["lantern"]["env"]["LANTERN_DB"] == (
+        with_password
+    )
+    assert printed.stderr == (
+        "lantern: this configuration holds the database password: keep it private, or move "
+        "the password to ~/.pgpass and out of the URL\n"
+    )
+    plain_url = "postgresql+psycopg://ada@db.example/lantern"
+    without = _invoke("--db", plain_url, "mcp", "--print-config")
+    assert (without.exit_code, without.stderr) == (0, "")
+    # Everywhere else the password is hidden.
+    status = _invoke("--db", with_password, "db", "status")
+    assert "secret" not in status.output
+
+
+def test_shell_completion_as_documented() -> None:
+    from tests.helpers import lantern_process
+
+    script = lantern_process(env={"_LANTERN_COMPLETE": "bash_source"})
+    assert script.returncode == 0 and "_lantern_completion" in script.stdout
+    words = {"_LANTERN_COMPLETE": "bash_complete", "COMP_WORDS": "lantern mem", "COMP_CWORD": "1"}
+    assert lantern_process(env=words).stdout.split() == ["plain,memory"]
+    choices = {**words, "COMP_WORDS": "lantern memory list --status ", "COMP_CWORD": "4"}
+    assert lantern_process(env=choices).stdout.split() == [
+        "plain,active",
+        "plain,archived",
+        "plain,superseded",
+        "plain,all",
+    ]
+
+
+def test_lantern_debug_lets_a_bug_show_its_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lantern.memory.repository import MemoryRepository
+
+    store = str(tmp_path / "t.db")
+    _invoke("--db", store, "memory", "add", "--kind", "fact", "x")
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(MemoryRepository, "list", broken)
+    quiet = _invoke("--db", store, "memory", "list")
+    assert quiet.exit_code == 1
+    assert quiet.stderr == (
+        "Error: unexpected RuntimeError: a bug (set LANTERN_DEBUG=1 for a traceback, and "
+        "please report it)\n"
+    )
+    monkeypatch.setenv("LANTERN_DEBUG", "1")
+    loud = _invoke("--db", store, "memory", "list")
+    assert isinstance(loud.exception, RuntimeError) and loud.exit_code == 1

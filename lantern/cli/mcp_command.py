@@ -102,7 +102,7 @@ def mcp(
 
     db = ctx.find_root().obj["db"]
     policy = ScopePolicy.of(scopes)  # bad patterns and locations fail before anything starts
-    resolve(db)
+    location = resolve(db)
     if address is None:
         if token_path is not None or allowed_hosts:
             raise click.UsageError("--tokens and --allow-host go with --http")
@@ -110,6 +110,12 @@ def mcp(
             from lantern.mcpserver.config import client_config
 
             emit_json(client_config(db, scopes=scopes, read_only=read_only))
+            if location.display_url != location.url:
+                # The one place a password is printed: the client needs the URL as it is.
+                note(
+                    "this configuration holds the database password: keep it private, or "
+                    "move the password to ~/.pgpass and out of the URL"
+                )
             return
         serve = _load_server()
         ctx.exit(serve(db, scopes=policy, read_only=read_only))
