@@ -8,23 +8,96 @@ catch the root or a precise subclass. Database driver errors are translated at t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """A word of a message that each surface says its own way: the Python API says
+    `min_priority`, the CLI `--min-priority`; an error names what its caller typed.
+
+    A message is written with terms where it names a parameter, a setting or an operation;
+    `LanternError.message` says them as the Python API does, and a surface renders the same
+    error in its own words with `LanternError.spelled`.
+    """
+
+    def python(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Param(Term):
+    """A parameter, by its name in the Python API (`min_priority`, `expires_at`)."""
+
+    name: str
+
+    def python(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Setting(Term):
+    """A parameter given a value, as advice: `with allow_dangling=True`, `with raw=False`
+    (on the CLI `with --allow-dangling`, `without --raw`)."""
+
+    name: str
+    value: bool | int | str
+
+    def python(self) -> str:
+        return f"with {self.name}={self.value!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation(Term):
+    """An operation, by its path in the Python API (`memory.update`)."""
+
+    path: str
+
+    def python(self) -> str:
+        return f"{self.path}()"
+
+
+Spelling = Callable[[Term], "str | None"]
+"""A surface's words for a term, or None to leave it as the Python API says it."""
+
 
 class LanternError(Exception):
-    """Root of every error Lantern raises on purpose."""
+    """Root of every error Lantern raises on purpose.
+
+    The message is text and `Term`s, joined: `InvalidInput(Param("limit"), " must be ...")`.
+    """
 
     exit_code = 1
     code = "error"
 
-    def __init__(self, message: str) -> None:
-        # One line, always, and printable as UTF-8: a caller prints it as is. A lone surrogate
-        # (an argument that was not valid UTF-8, echoed back) is shown as its escape.
-        line = " ".join(message.split())
-        super().__init__(line.encode("utf-8", "backslashreplace").decode("utf-8"))
+    def __init__(self, *parts: str | Term) -> None:
+        self.parts = parts
+        super().__init__(_one_line("".join(_python(part) for part in parts)))
 
     @property
     def message(self) -> str:
-        """The one-line message, as the CLI prints it after `Error: `."""
+        """The one-line message in the Python API's words (the CLI prints its own after
+        `Error: `, see `spelled`)."""
         return str(self.args[0])
+
+    def spelled(self, spell: Spelling) -> str:
+        """The one-line message with each term in a surface's words."""
+        words = [
+            part if isinstance(part, str) else (spell(part) or part.python()) for part in self.parts
+        ]
+        return _one_line("".join(words))
+
+
+def _python(part: str | Term) -> str:
+    return part if isinstance(part, str) else part.python()
+
+
+def _one_line(message: str) -> str:
+    # One line, always, and printable as UTF-8: a caller prints it as is. A lone surrogate
+    # (an argument that was not valid UTF-8, echoed back) is shown as its escape.
+    line = " ".join(message.split())
+    return line.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class InvalidInput(LanternError):
@@ -81,6 +154,18 @@ class PolicyRefused(LanternError):
 
     exit_code = 7
     code = "refused"
+
+
+class StoreUnreachable(LanternError):
+    """The database server of a store cannot be reached, or refused the connection: a server
+    that is down or unknown, a network that fails, a database or user it does not know.
+
+    Nothing is wrong with the store as far as Lantern can tell; trying again later, or with
+    another URL, may work. (A SQLite store is a file: it is found or not, never unreachable.)
+    """
+
+    exit_code = 9
+    code = "store_unreachable"
 
 
 class NoStore(LanternError):

@@ -12,7 +12,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from lantern.errors import InvalidInput
+from lantern.errors import InvalidInput, Param
 
 MEMORY_KINDS = (
     "fact",
@@ -48,7 +48,7 @@ _WHITESPACE = re.compile(r"\s+")
 
 def choice(field: str, value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
-        raise InvalidInput(f"{field} must be one of {', '.join(allowed)}; got {value!r}")
+        raise InvalidInput(Param(field), f" must be one of {', '.join(allowed)}; got {value!r}")
     return value
 
 
@@ -63,40 +63,41 @@ def status_filter(value: str) -> str:
 def percent(field: str, value: object) -> int:
     """An integer 0-100 (priority, urgency); bools are not integers here."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{field} must be an integer from 0 to 100; got {_shown(value)}")
+        raise InvalidInput(Param(field), f" must be an integer from 0 to 100; got {_shown(value)}")
     if not 0 <= value <= 100:
-        raise InvalidInput(f"{field} must be an integer from 0 to 100; got {_shown(value)}")
+        raise InvalidInput(Param(field), f" must be an integer from 0 to 100; got {_shown(value)}")
     return value
 
 
-def confidence(value: object) -> float:
+def confidence(value: object, field: str = "confidence") -> float:
+    refused = InvalidInput(Param(field), f" must be a number from 0.0 to 1.0; got {_shown(value)}")
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {_shown(value)}")
+        raise refused
     if isinstance(value, int) and not 0 <= value <= 1:
         # Compared as an integer: float() overflows past 1e308.
-        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {_shown(value)}")
+        raise refused
     number = float(value)
     if math.isnan(number) or not 0.0 <= number <= 1.0:
-        raise InvalidInput(f"confidence must be a number from 0.0 to 1.0; got {_shown(value)}")
+        raise refused
     return number
 
 
 def text(field: str, value: object, *, max_chars: int) -> str:
     """Non-blank text that can be stored and printed (no lone surrogates, no NUL)."""
     if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be text; got {type(value).__name__}")
+        raise InvalidInput(Param(field), f" must be text; got {type(value).__name__}")
     if not value.strip():
-        raise InvalidInput(f"{field} must not be empty")
+        raise InvalidInput(Param(field), " must not be empty")
     if len(value) > max_chars:
         raise InvalidInput(
-            f"{field} is too long: {len(value)} characters, the limit is {max_chars}"
+            Param(field), f" is too long: {len(value)} characters, the limit is {max_chars}"
         )
     if "\x00" in value:
-        raise InvalidInput(f"{field} must not contain NUL characters")
+        raise InvalidInput(Param(field), " must not contain NUL characters")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{field} is not valid UTF-8 text") from exc
+        raise InvalidInput(Param(field), " is not valid UTF-8 text") from exc
     return value
 
 
@@ -108,7 +109,7 @@ def scope(value: object) -> str:
     checked = text("scope", value, max_chars=MAX_SCOPE_CHARS)
     if checked != checked.strip() or any(ch in checked for ch in "\n\r\t"):
         raise InvalidInput(
-            f"scope must not have surrounding whitespace or line breaks; got {checked!r}"
+            Param("scope"), f" must not have surrounding whitespace or line breaks; got {checked!r}"
         )
     return checked
 
@@ -119,23 +120,21 @@ def normalized_content(value: str) -> str:
 
 
 def timestamp(field: str, value: object) -> int:
-    """Unix seconds (int or digit string) or ISO-8601 text (naive times are UTC)."""
+    """Unix seconds (a number, or its digits as text) or ISO-8601 text (naive times are UTC).
+
+    Times are whole seconds: a fraction (`1796029200.5`, what `time.time()` and `date +%s.%N`
+    give) is dropped, rounding down, as it is from an ISO-8601 time with a fraction.
+    """
     if isinstance(value, bool):
-        raise InvalidInput(f"{field} must be unix seconds or an ISO-8601 time; got {value!r}")
+        raise _not_a_time(field, value)
     if isinstance(value, int):
         return _in_range(field, value)
-    if isinstance(value, float) and value.is_integer():
-        return _in_range(field, int(value))
+    if isinstance(value, float) and math.isfinite(value):
+        return _in_range(field, math.floor(value))
     if isinstance(value, str):
         stripped = value.strip()
-        if re.fullmatch(r"-?\d+", stripped):
-            # Without leading zeros, and no longer than a time can be: int() refuses a string
-            # of more than 4,300 digits, leading zeros included.
-            digits = stripped.lstrip("-").lstrip("0") or "0"
-            if len(digits) > _MAX_DIGITS:
-                raise InvalidInput(f"{field} is out of range: {stripped[:_MAX_DIGITS]}...")
-            number = int(digits)
-            return _in_range(field, -number if stripped.startswith("-") else number)
+        if re.fullmatch(r"-?(?:\d+(?:\.\d*)?|\.\d+)", stripped):
+            return _in_range(field, _whole_seconds(field, stripped))
         try:
             parsed = datetime.fromisoformat(stripped.replace("z", "Z"))
         except ValueError:
@@ -143,8 +142,27 @@ def timestamp(field: str, value: object) -> int:
         else:
             if parsed.tzinfo is None:
                 parsed = parsed.replace(tzinfo=UTC)
-            return _in_range(field, int(parsed.timestamp()))
-    raise InvalidInput(f"{field} must be unix seconds or an ISO-8601 time; got {value!r}")
+            return _in_range(field, math.floor(parsed.timestamp()))
+    raise _not_a_time(field, value)
+
+
+def _whole_seconds(field: str, text: str) -> int:
+    """The whole seconds of a decimal number, rounded down."""
+    negative = text.startswith("-")
+    whole, _, fraction = text.lstrip("-").partition(".")
+    # Without leading zeros, and no longer than a time can be: int() refuses a string of more
+    # than 4,300 digits, leading zeros included.
+    digits = whole.lstrip("0") or "0"
+    if len(digits) > _MAX_DIGITS:
+        raise InvalidInput(Param(field), f" is out of range: {text[:_MAX_DIGITS]}...")
+    seconds = int(digits)
+    if not negative:
+        return seconds
+    return -seconds - (1 if fraction.strip("0") else 0)
+
+
+def _not_a_time(field: str, value: object) -> InvalidInput:
+    return InvalidInput(Param(field), f" must be unix seconds or an ISO-8601 time; got {value!r}")
 
 
 _MAX_DIGITS = 30
@@ -161,7 +179,7 @@ def _shown(value: object) -> str:
 def _in_range(field: str, seconds: int) -> int:
     # Keep times within what every engine and datetime can represent (years 1-9999).
     if not -62_135_596_800 <= seconds <= 253_402_300_799:
-        raise InvalidInput(f"{field} is out of range: {_shown(seconds)}")
+        raise InvalidInput(Param(field), f" is out of range: {_shown(seconds)}")
     return seconds
 
 
@@ -225,7 +243,7 @@ def source_refs(values: object) -> list[dict[str, Any]]:
     if isinstance(values, str | dict):
         values = [values]
     if not isinstance(values, list | tuple):
-        raise InvalidInput("source_refs must be a list of references")
+        raise InvalidInput(Param("source_refs"), " must be a list of references")
     refs: list[dict[str, Any]] = []
     for value in values:
         ref = source_ref(value)
@@ -236,13 +254,15 @@ def source_refs(values: object) -> list[dict[str, Any]]:
 
 def limit(value: object, *, field: str = "limit", maximum: int = 10_000) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
-        raise InvalidInput(f"{field} must be an integer from 1 to {maximum}; got {_shown(value)}")
+        raise InvalidInput(
+            Param(field), f" must be an integer from 1 to {maximum}; got {_shown(value)}"
+        )
     return value
 
 
 def offset(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"offset must be a non-negative integer; got {_shown(value)}")
+        raise InvalidInput(Param("offset"), f" must be a non-negative integer; got {_shown(value)}")
     return value
 
 
@@ -274,10 +294,11 @@ def scope_pattern(value: object) -> tuple[str, bool]:
         prefix = value[:-1]
         if prefix != prefix.lstrip() or any(ch in prefix for ch in "\n\r\t"):
             raise InvalidInput(
-                f"scope must not have surrounding whitespace or line breaks; got {value!r}"
+                Param("scope"),
+                f" must not have surrounding whitespace or line breaks; got {value!r}",
             )
         if len(prefix) > MAX_SCOPE_CHARS:
-            raise InvalidInput(f"scope is too long (limit {MAX_SCOPE_CHARS} characters)")
+            raise InvalidInput(Param("scope"), f" is too long (limit {MAX_SCOPE_CHARS} characters)")
         return prefix, True
     return scope(value), False
 
@@ -297,8 +318,8 @@ def optional_percent(field: str, value: object) -> int | None:
     return None if value is None else percent(field, value)
 
 
-def optional_confidence(value: object) -> float | None:
-    return None if value is None else confidence(value)
+def optional_confidence(value: object, field: str = "confidence") -> float | None:
+    return None if value is None else confidence(value, field)
 
 
 def optional_timestamp(field: str, value: object) -> int | None:

@@ -62,7 +62,7 @@ def test_ingest_prints_the_summary(run_cli: CliRun, files: Path) -> None:
         "removed": 0,
         "chunks": 3,
         "bytes": sum(p.stat().st_size for p in (files / "notes").iterdir()),
-        "skipped_paths": [{"path": str(files / "photo.jpg"), "reason": "binary"}],
+        "skipped_paths": [{"path": str(files / "photo.jpg"), "reason": "binary", "named": False}],
     }
     assert isinstance(summary["seconds"], float)
     assert result.stderr == f"lantern: skipped {files / 'photo.jpg'}: binary\n"
@@ -82,9 +82,10 @@ def test_ingest_from_standard_input(run_cli: CliRun) -> None:
         run_cli(*args, "--metadata", '{"exit_code": 0}', "--json", input="3 passed\n")
     )
     assert list(summary) == SUMMARY_KEYS
-    assert (summary["added"], summary["chunks"], summary["bytes"]) == (1, 1, 9)
+    # The line break that ends standard input is dropped.
+    assert (summary["added"], summary["chunks"], summary["bytes"]) == (1, 1, 8)
     shown = ok_json(run_cli("source", "show", "tool://pytest/run-42", "--json"))
-    assert (shown["kind"], shown["metadata"]) == ("tool_output", {"size": 9, "exit_code": 0})
+    assert (shown["kind"], shown["metadata"]) == ("tool_output", {"size": 8, "exit_code": 0})
     again = run_cli(*args, input="3 passed\n")
     assert again.exit_code == 0 and "unchanged 1" in again.stdout
     detected = ok_json(
@@ -188,7 +189,7 @@ def test_source_and_chunk_commands(run_cli: CliRun, files: Path) -> None:
 
 BAD = [
     (["ingest", "{files}/missing"], 1, "no such file or directory"),
-    (["ingest", "{files}", "--chunk-size", "50"], 1, "chunk size must be an integer from 100"),
+    (["ingest", "{files}", "--chunk-size", "50"], 1, "--chunk-size must be an integer from 100"),
     (["ingest", "{files}", "--chunk-size", "big"], 2, "is not a valid integer"),
     (["ingest", "{files}", "--kind", "Log File"], 1, "kind must be one of"),
     (["ingest", "{files}", "--metadata", "{bad"], 1, "metadata is not valid JSON"),

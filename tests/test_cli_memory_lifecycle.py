@@ -92,7 +92,7 @@ def test_update_and_supersede_read_content_from_stdin(run_cli: CliRun) -> None:
     updated = _json(
         run_cli("memory", "update", record["id"], "--content", "-", "--json", input="after\n")
     )
-    assert updated["content"] == "after\n"
+    assert updated["content"] == "after"
     new = _json(
         run_cli("memory", "supersede", record["id"], "--content", "-", "--json", input="next")
     )
@@ -258,7 +258,7 @@ BAD_COMMANDS = [
     (["update", "{id}", "--scope", "x"], 2, "No such option"),
     (["supersede", "{id}"], 1, "would be identical to"),
     (["supersede", "{id}", "--content", "taken"], 1, "an identical memory is already stored"),
-    (["supersede", "{id}", "--content", "n", "--kind", "x"], 1, "kind must be one of"),
+    (["supersede", "{id}", "--content", "n", "--kind", "x"], 2, "'x' is not one of 'fact'"),
     (["supersede", "{id}", "--content", "n", "--source-ref", "source:src_0"], 1, "names no"),
     (["supersede", "{superseded}", "--content", "n"], 1, "already superseded by"),
     (["restore", "mem_0000000000000000"], 1, "no memory record"),
@@ -283,10 +283,10 @@ BAD_COMMANDS = [
         "not a cursor from a previous page",
     ),
     (["search", "x", "--order", "policy", "--after", "bogus"], 1, "not a cursor"),
-    (["list", "--min-confidence", "2"], 1, "min_confidence must be a number"),
-    (["list", "--updated-since", "tomorrow"], 1, "updated_since must be unix seconds"),
+    (["list", "--min-confidence", "2"], 1, "--min-confidence must be a number"),
+    (["list", "--updated-since", "tomorrow"], 1, "--updated-since must be unix seconds"),
     (["list", "--cites", "nocolon"], 1, "must be TYPE:ID"),
-    (["list", "--after", "c1_WzFd", "--offset", "2"], 1, "either an offset or a cursor"),
+    (["list", "--after", "c1_WzFd", "--offset", "2"], 1, "either --offset or --after, not both"),
     (["list", "--scope", " *"], 1, "surrounding whitespace"),
     (["cites", "session"], 1, "must be TYPE:ID"),
     (["cites", '{"type": "chunk"}'], 1, "needs an id"),

@@ -302,7 +302,7 @@ def test_backup_while_writers_write_is_one_consistent_snapshot(
 @pytest.mark.parametrize(
     ("target", "extra", "message"),
     [
-        ("exists.db", [], "exists; give --force to replace it"),
+        ("exists.db", [], "exists; replace it with --force"),
         ("store/lantern.db-wal", [], "is the store itself or one of its files"),
         ("store", [], "is a directory; give the path of the backup file"),
     ],

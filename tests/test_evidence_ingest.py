@@ -555,8 +555,10 @@ def test_summary_json_shape(lt: Lantern, files: Path) -> None:
         "removed": 0,
         "chunks": 1,
         "bytes": 5,
-        "skipped_paths": [{"path": str(files / "b.bin"), "reason": "binary"}],
+        "skipped_paths": [{"path": str(files / "b.bin"), "reason": "binary", "named": False}],
     }
+    named = lt.evidence.ingest_path(files / "b.bin").to_json()["skipped_paths"]
+    assert named == [{"path": str(files / "b.bin"), "reason": "binary", "named": True}]
     assert isinstance(rendered["seconds"], float) and rendered["seconds"] >= 0
 
 
@@ -567,10 +569,10 @@ def test_summary_json_shape(lt: Lantern, files: Path) -> None:
         (lambda lt, root: lt.evidence.ingest_path([]), "at least one file or directory"),
         (lambda lt, root: lt.evidence.ingest_path(""), "must not be empty"),
         (lambda lt, root: lt.evidence.ingest_path(root, kind="Bad Kind"), "kind must be one of"),
-        (lambda lt, root: lt.evidence.ingest_path(root, target_size=99), "chunk size must be"),
-        (lambda lt, root: lt.evidence.ingest_path(root, target_size=100_001), "chunk size"),
-        (lambda lt, root: lt.evidence.ingest_path(root, target_size=True), "chunk size"),
-        (lambda lt, root: lt.evidence.ingest_path(root, include=[""]), "--include patterns"),
+        (lambda lt, root: lt.evidence.ingest_path(root, target_size=99), "target_size must be"),
+        (lambda lt, root: lt.evidence.ingest_path(root, target_size=100_001), "target_size"),
+        (lambda lt, root: lt.evidence.ingest_path(root, target_size=True), "target_size"),
+        (lambda lt, root: lt.evidence.ingest_path(root, include=[""]), "include patterns"),
         (lambda lt, root: lt.evidence.ingest_path(root, metadata="{bad"), "not valid JSON"),
         (lambda lt, root: lt.evidence.ingest_path(root, metadata="[1]"), "must be a JSON object"),
         (
@@ -608,6 +610,7 @@ def test_files_over_the_size_limit_are_skipped_unread(
     summary = lt.evidence.ingest_path(files)
     reason = "too large (200 bytes; the limit is 100 bytes)"
     assert summary.skipped_paths == (SkippedPath(str(big), reason),)
-    assert lt.evidence.ingest_path(big).skipped_paths == (SkippedPath(str(big), reason),)
+    named = SkippedPath(str(big), reason, named=True)
+    assert lt.evidence.ingest_path(big).skipped_paths == (named,)
     with pytest.raises(InvalidInput, match="text is too large: 101 bytes, the limit is 100"):
         lt.evidence.ingest_text("tool://big", "y" * 101)

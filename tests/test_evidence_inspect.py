@@ -164,7 +164,7 @@ def test_remove_source_takes_its_chunks_links_and_vectors_and_keeps_memory_refs(
         (lambda lt: lt.evidence.get_chunk("x", context=101), InvalidInput, "context must be"),
         (lambda lt: lt.evidence.list_sources(limit=0), InvalidInput, "limit must be"),
         (lambda lt: lt.evidence.list_sources(offset=-1), InvalidInput, "offset must be"),
-        (lambda lt: lt.evidence.list_sources(uri_prefix=""), InvalidInput, "uri prefix filter"),
+        (lambda lt: lt.evidence.list_sources(uri_prefix=""), InvalidInput, "uri_prefix filter"),
     ],
 )
 def test_lookups_fail_cleanly_and_change_nothing(

@@ -202,8 +202,8 @@ def test_integral_numbers_reach_the_repository_as_ints() -> None:
         ("lantern_memory_show", {"id": "x", "a": 1, "b": 2},
          "unknown argument 'a', 'b'; this tool takes id, chain"),
         ("lantern_memory_list", {"cites": [{"id": "x"}]}, "cites.0: missing required key 'type'"),
-        ("lantern_memory_update", {"id": "x", "expires_at": 1.5},
-         "expires_at must be an integer or a string; got number"),
+        ("lantern_memory_update", {"id": "x", "expires_at": True},
+         "expires_at must be a number or a string; got boolean"),
     ],
 )  # fmt: skip
 def test_messages_are_one_short_line(name: str, given: dict[str, Any], message: str) -> None:

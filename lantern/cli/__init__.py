@@ -16,7 +16,8 @@ from typing import Any
 import click
 
 from lantern import __version__
-from lantern.cli.output import report_error
+from lantern.cli.output import remember_argv, report_error, report_usage_error
+from lantern.cli.parsing import DB_HELP, DB_METAVAR, CommandGroup, accept_db
 from lantern.errors import LanternError
 from lantern.loading import loading
 
@@ -38,7 +39,11 @@ COMMANDS = {
 }
 
 
-class LanternGroup(click.Group):
+# A group called without a command shows its help by raising this (Click 8.2 and later).
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class LanternGroup(CommandGroup):
     """The root group: turns `LanternError`s into their exit codes, once, for every command,
     and loads each command's module only when that command is wanted."""
 
@@ -51,13 +56,29 @@ class LanternGroup(click.Group):
         module, name = COMMANDS[cmd_name]
         with loading():
             command: click.Command = getattr(import_module(module), name)
+        accept_db(command)
         return command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        remember_argv(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            if isinstance(exc, _NO_ARGS_IS_HELP):
+                raise
+            report_usage_error(ctx, exc)
+            raise click.exceptions.Exit(exc.exit_code) from exc
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except LanternError as exc:
             report_error(ctx, exc)
+            ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            if isinstance(exc, _NO_ARGS_IS_HELP):
+                raise  # `lantern memory` alone: Click shows the group's help
+            report_usage_error(ctx, exc)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
@@ -82,13 +103,7 @@ class LanternGroup(click.Group):
 
 
 @click.group(cls=LanternGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--db",
-    "db",
-    metavar="PATH_OR_URL",
-    help="Store file path or database URL. Default: $LANTERN_DB, else "
-    "$XDG_DATA_HOME/lantern/lantern.db (~/.local/share/lantern/lantern.db).",
-)
+@click.option("--db", "db", metavar=DB_METAVAR, help=DB_HELP)
 @click.version_option(__version__, prog_name="lantern")
 @click.pass_context
 def cli(ctx: click.Context, db: str | None) -> None:
@@ -97,8 +112,10 @@ def cli(ctx: click.Context, db: str | None) -> None:
     Stores evidence (what an agent observed) and memory records (what it decided to keep),
     and gives them back filtered and deterministically ordered. Example:
 
+    \b
         lantern memory add --kind preference --scope user:raphael "Prefers short answers."
     """
+    # A --db given after the command word replaces this one when that command is parsed.
     ctx.obj = {"db": db}
 
 

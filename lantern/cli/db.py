@@ -7,14 +7,16 @@ from typing import Any
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, note
+from lantern.cli.output import counted, emit_json, json_option, note
+from lantern.cli.parsing import CommandGroup
 from lantern.errors import NotAStore
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def db() -> None:
     """The store itself: status, schema upgrades, health checks and backups.
 
+    \b
     lantern db status
     """
 
@@ -25,6 +27,7 @@ def db() -> None:
 def status_command(ctx: click.Context, as_json: bool) -> None:
     """Show where the store is and whether its schema needs an upgrade.
 
+    \b
     lantern db status --json
     """
     status = open_lantern(ctx, require_current=False).status()
@@ -116,6 +119,7 @@ def upgrade_command(ctx: click.Context, no_backup: bool, as_json: bool) -> None:
     A SQLite store is first copied beside itself (NAME.backup-TIME); the upgrade then runs
     in one transaction: it completes, or the store stays as it was.
 
+    \b
         lantern --db ~/notes/lantern.db db upgrade
     """
     lantern = open_lantern(ctx, require_current=False, create=True)
@@ -149,6 +153,7 @@ def check_command(ctx: click.Context, as_json: bool) -> None:
     records' identities. Each problem is listed. References whose evidence is gone and records
     that say the same are listed as warnings: they are not damage, and leave the exit code 0.
 
+    \b
         lantern db check --json
     """
     report = open_lantern(ctx, require_current=False).check()
@@ -182,6 +187,7 @@ def rebuild_index_command(ctx: click.Context, as_json: bool) -> None:
 
     For when `db check` finds an index that disagrees with its table. One transaction.
 
+    \b
         lantern db rebuild-index
     """
     report = open_lantern(ctx).rebuild_index()
@@ -189,9 +195,10 @@ def rebuild_index_command(ctx: click.Context, as_json: bool) -> None:
         emit_json(report.to_json())
         return
     click.echo(
-        f"rebuilt {', '.join(report.indexes)} from {report.chunks} chunks "
-        f"({report.search_texts} searched by their decoded text), {report.memories} memory "
-        f"records and {report.references} references"
+        f"rebuilt {', '.join(report.indexes)} from {counted(report.chunks, 'chunk')} "
+        f"({report.search_texts} searched by their decoded text), "
+        f"{counted(report.memories, 'memory record')} and "
+        f"{counted(report.references, 'reference')}"
     )
 
 
@@ -206,10 +213,11 @@ def backup_command(ctx: click.Context, path: str, force: bool, as_json: bool) ->
     The copy is one consistent snapshot, checked before it is moved into place. PostgreSQL
     stores are backed up with pg_dump (or `lantern export`).
 
+    \b
         lantern db backup ~/backups/lantern-$(date +%F).db
     """
     report = open_lantern(ctx, require_current=False).backup(path, force=force)
     if as_json:
         emit_json(report.to_json())
         return
-    click.echo(f"backed up the store to {report.path} ({report.size_bytes} bytes)")
+    click.echo(f"backed up the store to {report.path} ({counted(report.size_bytes, 'byte')})")

@@ -12,14 +12,19 @@ from lantern.cli.output import (
     MODE_HELP,
     MODEL_HELP,
     ProgressBar,
+    counted,
     emit_json,
     json_option,
     note,
     origin_text,
+    page_hint,
+    plural,
     read_stdin,
     search_notes,
     when,
 )
+from lantern.cli.parsing import CommandGroup, FreeTextCommand
+from lantern.errors import InvalidInput
 from lantern.evidence.records import IngestSummary
 from lantern.retrieval.modes import SEARCH_MODES
 
@@ -48,11 +53,18 @@ if TYPE_CHECKING:
 @click.option("--metadata", metavar="JSON", help="A JSON object added to each source's metadata.")
 @click.option(
     "--chunk-size",
+    "target_size",
     type=int,
     help="Target chunk size in characters, 100-100000 (default 1000).",
 )
 @click.option(
     "--prune", is_flag=True, help="Remove sources under the directories whose files are gone."
+)
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="Say nothing on stderr but errors: no progress bar, no list of what was skipped.",
 )
 @json_option
 @click.pass_context
@@ -64,22 +76,27 @@ def ingest(
     kind: str | None,
     uri: str | None,
     metadata: str | None,
-    chunk_size: int | None,
+    target_size: int | None,
     prune: bool,
+    quiet: bool,
     as_json: bool,
 ) -> None:
     """Ingest files and directories, or standard input (-), as evidence.
 
-    Directories are walked recursively; .git, node_modules, virtual environments, binary
-    files, files a .gitignore excludes and symbolic links are skipped and reported. Changed
-    files are re-chunked, unchanged ones left as they are. Examples:
+    Directories are walked recursively; .git, node_modules, caches (__pycache__,
+    .mypy_cache...), virtual environments, binary files, files a .gitignore excludes and
+    symbolic links are skipped and reported. A file named here that cannot be taken (binary,
+    not UTF-8, too large) makes the exit code 1, the other paths being ingested. Changed files
+    are re-chunked, unchanged ones left as they are. Examples:
 
+    \b
         lantern ingest ~/notes --include '*.md' --prune
 
+    \b
         pytest 2>&1 | lantern ingest - --uri tool://pytest/run-42 --kind tool_output
     """
     # The default size lives in lantern.evidence.chunking, which is not imported for --help.
-    sizing: dict[str, Any] = {} if chunk_size is None else {"target_size": chunk_size}
+    sizing: dict[str, Any] = {} if target_size is None else {"target_size": target_size}
     if "-" in paths:
         if len(paths) > 1:
             raise click.UsageError("'-' (standard input) cannot be combined with other paths")
@@ -95,7 +112,7 @@ def ingest(
     else:
         if uri is not None:
             raise click.UsageError("--uri names standard input; use it with - as the path")
-        with ProgressBar("Ingesting") as bar:
+        with ProgressBar("Ingesting", enabled=not quiet) as bar:
             summary = open_lantern(ctx, create=True).evidence.ingest_path(
                 list(paths),
                 include=include,
@@ -107,18 +124,28 @@ def ingest(
                 **sizing,
             )
     for skipped in summary.skipped_paths:
-        note(f"skipped {skipped.path}: {skipped.reason}")
+        if not quiet:
+            note(f"skipped {skipped.path}: {skipped.reason}")
     if as_json:
         emit_json(summary.to_json())
-        return
-    click.echo(
-        f"added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}, "
-        f"skipped {summary.skipped}, removed {summary.removed}; {summary.chunks} chunks written, "
-        f"{summary.bytes} bytes in {summary.seconds:.2f} s"
-    )
+    else:
+        click.echo(
+            f"added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}, "
+            f"skipped {summary.skipped}, removed {summary.removed}; "
+            f"{counted(summary.chunks, 'chunk')} written, "
+            f"{counted(summary.bytes, 'byte')} in {summary.seconds:.2f} s"
+        )
+    refused = [skipped for skipped in summary.skipped_paths if skipped.named]
+    if refused:
+        # Not raised: the summary above is the output, and with --json the whole of stdout.
+        more = f" (and {counted(len(refused) - 1, 'other file')})" if len(refused) > 1 else ""
+        click.echo(
+            f"Error: {refused[0].path} was not ingested: {refused[0].reason}{more}", err=True
+        )
+        ctx.exit(InvalidInput.exit_code)
 
 
-@click.command("search")
+@click.command("search", cls=FreeTextCommand)
 @click.argument("query", nargs=-1, required=True)
 @click.option("--kind", "kinds", multiple=True, help="Only sources of this kind. Repeatable.")
 @click.option(
@@ -172,8 +199,10 @@ def search(
     prefix; everything else is literal text, so any input is safe. TIME is unix seconds or
     ISO-8601. Examples:
 
+    \b
         lantern search where did we decide to deploy from
 
+    \b
         lantern search '"release checklist"' deploy* --mode keyword --kind markdown
     """
     hits = open_lantern(ctx).evidence.search(
@@ -191,15 +220,17 @@ def search(
     search_notes(hits.summary, "chunks", explain=explain)
     if as_json:
         emit_json([hit.to_json() for hit in hits])
-        return
-    for hit in hits:
-        _show_hit(hit, explain=explain)
+    else:
+        for hit in hits:
+            _show_hit(hit, explain=explain)
+    page_hint(len(hits), "chunk", more=hits.more, next_page=f"a --limit above {limit} shows them")
 
 
-@click.group("source")
+@click.group("source", cls=CommandGroup)
 def source() -> None:
     """Sources: where evidence came from (files, transcripts, piped outputs).
 
+    \b
     lantern source list --kind markdown
     """
 
@@ -221,6 +252,7 @@ def list_command(
 ) -> None:
     """List sources in URI order, with their chunk counts.
 
+    \b
     lantern source list --kind markdown --uri-prefix file:///home/ada/notes/
     """
     found = open_lantern(ctx).evidence.list_sources(
@@ -228,9 +260,12 @@ def list_command(
     )
     if as_json:
         emit_json([item.to_json() for item in found])
-        return
-    for item in found:
-        click.echo(f"{item.id}  {item.kind:<11}  {item.chunk_count:>6} chunks  {item.uri}")
+    else:
+        for item in found:
+            chunks = plural(item.chunk_count, "chunk")
+            click.echo(f"{item.id}  {item.kind:<11}  {item.chunk_count:>6} {chunks:<6}  {item.uri}")
+    following = f"--offset {offset + len(found)} shows the next page"
+    page_hint(len(found), "source", more=found.more, next_page=following)
 
 
 @source.command("show")
@@ -261,6 +296,7 @@ def show_command(
 ) -> None:
     """Show a source's metadata, its chunks, and the memory records citing them.
 
+    \b
     lantern source show file:///home/ada/notes/todo.md --limit 100
     """
     lantern = open_lantern(ctx)
@@ -286,19 +322,22 @@ def show_command(
 def remove_command(ctx: click.Context, ref: str, as_json: bool) -> None:
     """Remove a source with its chunks (memory records citing them keep their references).
 
+    \b
     lantern source remove src_0123456789abcdef
     """
     removed = open_lantern(ctx).evidence.remove_source(ref)
     if as_json:
         emit_json(removed.to_json())
         return
-    click.echo(f"removed {removed.id} ({removed.uri}) and its {removed.chunk_count} chunks")
+    chunks = counted(removed.chunk_count, "chunk")
+    click.echo(f"removed {removed.id} ({removed.uri}) and its {chunks}")
 
 
-@click.group("chunk")
+@click.group("chunk", cls=CommandGroup)
 def chunk() -> None:
     """Chunks: the searchable slices of a source's text.
 
+    \b
     lantern chunk show chk_0123456789abcdef
     """
 
@@ -318,6 +357,7 @@ def chunk() -> None:
 def chunk_show_command(ctx: click.Context, chunk_id: str, context: int, as_json: bool) -> None:
     """Show a chunk's text, offsets and source, and the memory records citing it.
 
+    \b
     lantern chunk show chk_0123456789abcdef --context 1
     """
     lantern = open_lantern(ctx)

@@ -17,6 +17,7 @@ def inspect(ctx: click.Context, as_json: bool) -> None:
     """Show the store at a glance: where it is, its size and schema, what it holds, and what
     needs attention (active records past their expiry, references that no longer resolve).
 
+    \b
         lantern inspect --json
     """
     found = open_lantern(ctx).inspect()

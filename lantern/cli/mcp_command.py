@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from lantern.cli.output import emit_json, json_option, note
+from lantern.cli.parsing import CommandGroup
 from lantern.errors import MissingDependency
 from lantern.loading import loading
 
@@ -21,7 +22,7 @@ INSTALL_HINT = "pip install 'lantern[mcp]'"
 _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"})
 
 
-@click.group("mcp", invoke_without_command=True)
+@click.group("mcp", cls=CommandGroup, invoke_without_command=True)
 @click.option(
     "--scope",
     "scopes",
@@ -67,6 +68,7 @@ _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"}
     help="Print the JSON entry for an MCP client's configuration (command, args, env with "
     "LANTERN_DB) and exit.",
 )
+@json_option
 @click.pass_context
 def mcp(
     ctx: click.Context,
@@ -76,6 +78,7 @@ def mcp(
     token_path: Path | None,
     allowed_hosts: tuple[str, ...],
     print_config: bool,
+    as_json: bool,
 ) -> None:
     """Serve Lantern's memory and evidence tools to MCP clients, over stdio or HTTP.
 
@@ -83,18 +86,23 @@ def mcp(
     messages go to stderr; the server exits when the client closes stdin. With --http it
     serves every client holding a token from --tokens, until SIGINT or SIGTERM. Examples:
 
+    \b
         lantern mcp --scope 'project:lantern/*' --print-config
 
+    \b
         lantern mcp --http 8765 --tokens ~/.config/lantern/tokens.json
     """
     if ctx.invoked_subcommand is not None:
         return
+    if as_json and not print_config:
+        # A server's stdout carries the protocol; only the printed configuration is JSON.
+        raise click.UsageError("--json goes with --print-config (which prints JSON either way)")
     from lantern.memory.scopes import ScopePolicy
     from lantern.store.location import resolve
 
     db = ctx.find_root().obj["db"]
     policy = ScopePolicy.of(scopes)  # bad patterns and locations fail before anything starts
-    resolve(db)
+    location = resolve(db)
     if address is None:
         if token_path is not None or allowed_hosts:
             raise click.UsageError("--tokens and --allow-host go with --http")
@@ -102,6 +110,12 @@ def mcp(
             from lantern.mcpserver.config import client_config
 
             emit_json(client_config(db, scopes=scopes, read_only=read_only))
+            if location.display_url != location.url:
+                # The one place a password is printed: the client needs the URL as it is.
+                note(
+                    "this configuration holds the database password: keep it private, or "
+                    "move the password to ~/.pgpass and out of the URL"
+                )
             return
         serve = _load_server()
         ctx.exit(serve(db, scopes=policy, read_only=read_only))
@@ -141,10 +155,11 @@ def mcp(
     )
 
 
-@mcp.group("token")
+@mcp.group("token", cls=CommandGroup, uses_store=False)
 def token() -> None:
     """Tokens for `lantern mcp --http`: each with a label, its scopes and a read-only flag.
 
+    \b
     lantern mcp token add --tokens ~/.config/lantern/tokens.json --label ada --scope 'user:ada*'
     """
 
@@ -177,6 +192,7 @@ def token_add(
 ) -> None:
     """Make a token and print it, once: the file keeps only its hash.
 
+    \b
     lantern mcp token add --tokens tokens.json --label ci-bot --scope 'project:x/*' --read-only
     """
     from lantern.mcpserver import tokens
@@ -195,6 +211,7 @@ def token_add(
 def token_list(token_path: Path, as_json: bool) -> None:
     """List the tokens' labels, scopes and read-only flags (never the tokens).
 
+    \b
     lantern mcp token list --tokens ~/.config/lantern/tokens.json
     """
     from lantern.mcpserver import tokens
@@ -215,6 +232,7 @@ def token_list(token_path: Path, as_json: bool) -> None:
 def token_revoke(token_path: Path, label: str, as_json: bool) -> None:
     """Revoke a token: a running server refuses it from its next request.
 
+    \b
     lantern mcp token revoke --tokens ~/.config/lantern/tokens.json ci-bot
     """
     from lantern.mcpserver import tokens

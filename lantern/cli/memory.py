@@ -20,12 +20,14 @@ from lantern.cli.output import (
     list_records,
     note,
     origin_text,
+    page_hint,
     read_stdin,
     ref_text,
     search_notes,
     show_record,
     when,
 )
+from lantern.cli.parsing import CommandGroup, FreeTextCommand
 from lantern.errors import InvalidInput
 from lantern.memory.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
 from lantern.retrieval.modes import SEARCH_MODES
@@ -34,10 +36,11 @@ from lantern.validation import MAX_CONTENT_CHARS, MEMORY_KINDS, SEARCH_ORDERS, S
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group()
+@click.group(cls=CommandGroup)
 def memory() -> None:
     """Memory records: explicit, durable state the agent decided to keep.
 
+    \b
     lantern memory list --scope user:raphael
     """
 
@@ -51,6 +54,11 @@ def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+# The vocabularies are choices of the command line: a word outside them is a usage error (exit 2),
+# named before anything runs. The repository checks them again for the other callers.
+_KIND = click.Choice(MEMORY_KINDS)
+_STATUS = click.Choice(STATUS_FILTERS)
+
 _allow_dangling = click.option(
     "--allow-dangling",
     is_flag=True,
@@ -58,7 +66,7 @@ _allow_dangling = click.option(
 )
 _expiry_options = _options(
     click.option("--expires-at", metavar="TIME", help="Unix seconds or ISO-8601 (naive is UTC)."),
-    click.option("--no-expiry", is_flag=True, help="Remove the expiry time."),
+    click.option("--no-expiry", "clear_expiry", is_flag=True, help="Remove the expiry time."),
 )
 _ENTITY_HELP = (
     "An entity the record is about, KIND:NAME (person:Ada Lovelace, project:lantern). Repeatable."
@@ -77,12 +85,15 @@ _filter_options = _options(
         help="Only this scope, or scopes starting with a prefix ending in * (user:*); "
         "\\* at the end matches a literal star. Repeatable.",
     ),
-    click.option("--kind", "kinds", multiple=True, help="Only these kinds. Repeatable."),
+    click.option(
+        "--kind", "kinds", type=_KIND, multiple=True, help="Only these kinds. Repeatable."
+    ),
     click.option(
         "--status",
+        type=_STATUS,
         default="active",
         show_default=True,
-        help=f"One of: {', '.join(STATUS_FILTERS)}.",
+        help="Only records of this status; all for every status.",
     ),
     click.option("--min-priority", type=int, metavar="N", help="Priority at least N."),
     click.option("--min-urgency", type=int, metavar="N", help="Urgency at least N."),
@@ -136,9 +147,9 @@ def _filters(params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@memory.command("add")
+@memory.command("add", cls=FreeTextCommand)
 @click.argument("content")
-@click.option("--kind", required=True, help=f"One of: {', '.join(MEMORY_KINDS)}.")
+@click.option("--kind", type=_KIND, required=True, help="What the record is.")
 @click.option("--scope", default="global", show_default=True, help="Namespace, e.g. user:raphael.")
 @click.option("--priority", type=int, default=50, show_default=True, help="0-100.")
 @click.option("--urgency", type=int, default=0, show_default=True, help="0-100.")
@@ -227,7 +238,7 @@ def update_command(
     urgency: int | None,
     confidence: float | None,
     expires_at: str | None,
-    no_expiry: bool,
+    clear_expiry: bool,
     add_refs: tuple[str, ...],
     remove_refs: tuple[str, ...],
     allow_dangling: bool,
@@ -237,6 +248,7 @@ def update_command(
 
     Scope and kind never change in place; that is `memory supersede`.
 
+    \b
         lantern memory update mem_0123456789abcdef --priority 80 --add-ref session:abc
     """
     if content == "-":
@@ -248,7 +260,7 @@ def update_command(
         urgency=urgency,
         confidence=confidence,
         expires_at=expires_at,
-        clear_expiry=no_expiry,
+        clear_expiry=clear_expiry,
         add_refs=list(add_refs),
         remove_refs=list(remove_refs),
         allow_dangling=allow_dangling,
@@ -259,7 +271,7 @@ def update_command(
 @memory.command("supersede")
 @click.argument("old_id", metavar="OLD_ID")
 @click.option("--content", metavar="TEXT", help="The new content, or - to read it from stdin.")
-@click.option("--kind", help=f"One of: {', '.join(MEMORY_KINDS)}.")
+@click.option("--kind", type=_KIND, help="What the new record is.")
 @click.option("--scope", help="Namespace, e.g. user:raphael.")
 @click.option("--priority", type=int, help="0-100.")
 @click.option("--urgency", type=int, help="0-100.")
@@ -292,7 +304,7 @@ def supersede_command(
     urgency: int | None,
     confidence: float | None,
     expires_at: str | None,
-    no_expiry: bool,
+    clear_expiry: bool,
     source_refs: tuple[str, ...],
     entities: tuple[str, ...],
     allow_dangling: bool,
@@ -301,6 +313,7 @@ def supersede_command(
     """Replace a record: the new one takes every field not given from the old one, and the
     old one becomes superseded, in one transaction. Prints the new id.
 
+    \b
         lantern memory supersede mem_0123456789abcdef --content "The build uses just."
     """
     if content == "-":
@@ -314,7 +327,7 @@ def supersede_command(
         urgency=urgency,
         confidence=confidence,
         expires_at=expires_at,
-        clear_expiry=no_expiry,
+        clear_expiry=clear_expiry,
         source_refs=list(source_refs) if source_refs else None,
         allow_dangling=allow_dangling,
         entities=list(entities) if entities else None,
@@ -334,6 +347,7 @@ def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any
     """List memory records: active first, then higher priority, higher urgency, newer
     updated_at, and id.
 
+    \b
         lantern memory list --scope 'project:lantern/*' --min-priority 70 --json
     """
     records = open_lantern(ctx).memory.list(limit=limit, **_filters(params))
@@ -341,15 +355,15 @@ def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any
     if as_json:
         rendered = [_record_json(record, explain) for record in records]
         emit_json(_paged(rendered, records, with_cursor))
-        return
-    for record in records:
-        if explain:
-            click.echo(_keys_text(order_keys(record)) + "  ", nl=False)
-        list_records([record])
-    _cursor_note(records, with_cursor)
+    else:
+        for record in records:
+            if explain:
+                click.echo(_keys_text(order_keys(record)) + "  ", nl=False)
+            list_records([record])
+    _cursor_note(records, with_cursor, as_json=as_json, offset=params["offset"])
 
 
-@memory.command("search")
+@memory.command("search", cls=FreeTextCommand)
 @click.argument("query")
 @click.option("--mode", type=click.Choice(SEARCH_MODES), help=MODE_HELP)
 @click.option("--model", metavar="NAME", help=MODEL_HELP)
@@ -383,6 +397,7 @@ def search_command(
     by meaning alone. "quoted words" must appear together; word* matches a prefix; nothing else
     is an operator. Both orders page with --after.
 
+    \b
         lantern memory search "where does the user live" --scope 'user:*' --json
     """
     matches = open_lantern(ctx).memory.search(
@@ -394,10 +409,10 @@ def search_command(
         by_relevance = order == "relevance"
         rendered = [m.to_json(explain=explain, by_relevance=by_relevance) for m in matches]
         emit_json(_paged(rendered, matches, with_cursor))
-        return
-    for match in matches:
-        _show_match(match, explain=explain, by_relevance=order == "relevance")
-    _cursor_note(matches, with_cursor)
+    else:
+        for match in matches:
+            _show_match(match, explain=explain, by_relevance=order == "relevance")
+    _cursor_note(matches, with_cursor, as_json=as_json, offset=params["offset"])
 
 
 @memory.command("similar")
@@ -440,6 +455,7 @@ def similar_command(
 def show_command(ctx: click.Context, record_id: str, with_chain: bool, as_json: bool) -> None:
     """Show one memory record, with what it replaced and what replaced it.
 
+    \b
     lantern memory show mem_0123456789abcdef
     """
     lantern = open_lantern(ctx)
@@ -467,6 +483,7 @@ def show_command(ctx: click.Context, record_id: str, with_chain: bool, as_json: 
 def history_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
     """Show every recorded change to a record, oldest first.
 
+    \b
     lantern memory history mem_0123456789abcdef
     """
     entries = open_lantern(ctx).memory.history(record_id)
@@ -486,6 +503,7 @@ def history_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
 def archive_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
     """Archive a memory record: it stays stored, and leaves the default listing.
 
+    \b
     lantern memory archive mem_0123456789abcdef
     """
     _emit_record(open_lantern(ctx).memory.archive(record_id), as_json)
@@ -498,6 +516,7 @@ def archive_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
 def restore_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
     """Make an archived record active again.
 
+    \b
     lantern memory restore mem_0123456789abcdef
     """
     _emit_record(open_lantern(ctx).memory.restore(record_id), as_json)
@@ -512,6 +531,7 @@ def expire_command(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
 
     Lantern never does this by itself; run it when your agent decides to.
 
+    \b
         lantern memory expire --dry-run
     """
     records = open_lantern(ctx).memory.expire(dry_run=dry_run)
@@ -535,6 +555,7 @@ def forget_command(ctx: click.Context, record_id: str, yes: bool, as_json: bool)
     On SQLite the content also leaves the file: deleted bytes are zeroed, the search index is
     rewritten and the write-ahead log truncated.
 
+    \b
         lantern memory forget mem_0123456789abcdef --yes
     """
     if not yes:
@@ -559,7 +580,11 @@ def forget_command(ctx: click.Context, record_id: str, yes: bool, as_json: bool)
     help="For source:ID, also records citing any chunk of that source.",
 )
 @click.option(
-    "--status", default="all", show_default=True, help=f"One of: {', '.join(STATUS_FILTERS)}."
+    "--status",
+    type=_STATUS,
+    default="all",
+    show_default=True,
+    help="Only records of this status; all for every status.",
 )
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many.")
 @click.option("--after", metavar="CURSOR", help="Continue after a page (its next_cursor).")
@@ -583,6 +608,7 @@ def cites_command(
     """List the memory records that cite a source, chunk or session (REF is TYPE:ID), in
     list order, expired ones included.
 
+    \b
         lantern memory cites chunk:chk_0123456789abcdef
     """
     records = open_lantern(ctx).memory.citing(
@@ -590,9 +616,9 @@ def cites_command(
     )
     if as_json:
         emit_json(_paged([r.to_json() for r in records], records, with_cursor))
-        return
-    list_records(records)
-    _cursor_note(records, with_cursor)
+    else:
+        list_records(records)
+    _cursor_note(records, with_cursor, as_json=as_json)
 
 
 @memory.command("check-refs")
@@ -602,6 +628,7 @@ def check_refs_command(ctx: click.Context, as_json: bool) -> None:
     """List source: and chunk: references that no longer resolve (the source was removed or
     re-ingested with other chunks).
 
+    \b
         lantern memory check-refs --json
     """
     dangling = open_lantern(ctx).memory.check_refs()
@@ -639,13 +666,20 @@ def _paged(rendered: list[dict[str, Any]], page: Page, with_cursor: bool) -> Any
     return paged
 
 
-def _cursor_note(page: Page, with_cursor: bool) -> None:
-    if not with_cursor:
+def _cursor_note(page: Page, with_cursor: bool, *, as_json: bool, offset: int = 0) -> None:
+    """With --with-cursor (and without --json, whose output holds it) the next cursor, always;
+    else, at a terminal, that nothing matched or that more did and how to see them."""
+    if with_cursor:
+        if as_json:
+            return
+        if page.next_cursor is None:
+            note("this is the last page")
+        else:
+            note(f"more after this page: --after {page.next_cursor}")
         return
-    if page.next_cursor is None:
-        note("this is the last page")
-    else:
-        note(f"more after this page: --after {page.next_cursor}")
+    following = f"--offset {offset + len(page)}" if offset else f"--after {page.next_cursor}"
+    following += " shows the next page"
+    page_hint(len(page), "record", more=page.next_cursor is not None, next_page=following)
 
 
 def _keys_text(keys: dict[str, Any]) -> str:

@@ -11,11 +11,13 @@ from typing import Any, TypeVar
 
 import click
 
-from lantern.errors import InvalidInput, LanternError
+from lantern.cli.parsing import invoked_command
+from lantern.errors import InvalidInput, LanternError, Operation, Param, Setting, Spelling, Term
 from lantern.memory.records import MemoryRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
 _JSON_KEY = "lantern.json"
+_ARGV_KEY = "lantern.argv"
 
 MODE_HELP = (
     "hybrid (the default where the store has vectors, else any): words and meaning fused; "
@@ -47,14 +49,20 @@ def json_option(func: F) -> F:
 
 
 def read_stdin(limit_bytes: int, what: str, *, encoding: str = "utf-8") -> str:
-    """Standard input as text, refused past `limit_bytes` without reading more than that."""
+    """Standard input as text, refused past `limit_bytes` without reading more than that.
+
+    The one line break that ends it (which `echo` and a here-document add) is dropped, so that
+    `echo "Build with just." | lantern memory add -` stores what was typed; any other
+    whitespace is kept.
+    """
     data = sys.stdin.buffer.read(limit_bytes + 1)
     if len(data) > limit_bytes:
         raise InvalidInput(f"standard input is larger than the {limit_bytes}-byte limit for {what}")
     try:
-        return data.decode(encoding)
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise InvalidInput("standard input is not valid UTF-8 text") from exc
+    return text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
 
 
 def wants_json(ctx: click.Context) -> bool:
@@ -70,10 +78,118 @@ def note(message: str) -> None:
     click.echo(f"lantern: {message}", err=True)
 
 
+def hint(message: str) -> None:
+    """A note only a person reads: on stderr when it is a terminal, nothing on a pipe or in a
+    file, so that scripts and logs stay quiet."""
+    if stderr_is_terminal():
+        note(message)
+
+
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def page_hint(shown: int, noun: str, *, more: bool, next_page: str) -> None:
+    """Say (at a terminal) that a listing or search found nothing, or stopped at its limit
+    with more to come, and how to ask for the next page."""
+    if not shown:
+        hint(f"no {plural(0, noun)} match")
+    elif more:
+        hint(f"{counted(shown, noun)} shown, more match: {next_page}")
+
+
 def report_error(ctx: click.Context, exc: LanternError) -> None:
+    """The error in the words of the command that raised it: `--min-priority` where the Python
+    API says `min_priority`."""
+    message = exc.spelled(cli_words(invoked_command(ctx)[0]))
     if wants_json(ctx):
-        emit_json({"error": {"code": exc.code, "message": exc.message}})
-    click.echo(f"Error: {exc.message}", err=True)
+        emit_json({"error": {"code": exc.code, "message": message}})
+    click.echo(f"Error: {message}", err=True)
+
+
+def cli_words(command: click.Command) -> Spelling:
+    """How `command` names the terms of a message: its own options and arguments, and the
+    commands of `lantern`. A term it has no word for stays as the Python API says it."""
+
+    def spell(term: Term) -> str | None:
+        if isinstance(term, Operation):
+            return "lantern " + term.path.replace(".", " ")
+        if not isinstance(term, Param | Setting):
+            return None
+        param = _param_named(command, term.name)
+        if param is None:
+            return None
+        name = _param_word(param)
+        if isinstance(term, Param):
+            return name
+        if isinstance(param, click.Option) and param.is_flag:
+            return f"with {name}" if term.value else f"without {name}"
+        return f"with {name} {term.value}"
+
+    return spell
+
+
+def _param_named(command: click.Command, name: str) -> click.Parameter | None:
+    """The parameter that passes the API's `name`: by its name, or by its long option (the
+    repeatable `--scope` fills `scopes`)."""
+    dashed = "--" + name.replace("_", "-")
+    for param in command.params:
+        if param.name == name or (isinstance(param, click.Option) and dashed in param.opts):
+            return param
+    return None
+
+
+def _param_word(param: click.Parameter) -> str:
+    if isinstance(param, click.Option):
+        return max(param.opts, key=len)
+    return param.human_readable_name
+
+
+USAGE_CODE = "usage"
+"""The `code` of a usage error in its JSON object: the command line itself is wrong."""
+
+
+def remember_argv(ctx: click.Context, args: list[str]) -> None:
+    """Keep the words of the command line, for a usage error found before `--json` is read."""
+    ctx.meta[_ARGV_KEY] = list(args)
+
+
+def report_usage_error(ctx: click.Context, exc: click.UsageError) -> None:
+    """One line on stderr (and the error object on stdout with `--json`) for a command line
+    that Click could not read, in place of Click's usage block."""
+    message = " ".join(exc.format_message().split()).removesuffix(".")
+    if wants_json(ctx) or _json_in_argv(ctx):
+        emit_json({"error": {"code": USAGE_CODE, "message": message}})
+    where = exc.ctx.command_path if exc.ctx is not None else invoked_command(ctx)[1]
+    click.echo(f"Error: {message} (see '{where} --help')", err=True)
+
+
+def _json_in_argv(ctx: click.Context) -> bool:
+    # Parsing stopped before `--json` was read (an unknown option, a missing value): look at
+    # the words themselves, up to a `--` after which every word is an argument.
+    argv: list[str] = ctx.meta.get(_ARGV_KEY, [])
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    return "--json" in options
+
+
+_PLURALS = {
+    "memory": "memories",
+    "entity": "entities",
+    "history entry": "history entries",
+    "memory record": "memory records",
+}
+
+
+def plural(count: int, noun: str) -> str:
+    """The noun for `count` of it: `chunk` for 1, `chunks` otherwise."""
+    if count == 1:
+        return noun
+    return _PLURALS.get(noun, noun + "s")
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 chunk`, `102 sources`: a count and its noun, in agreement."""
+    return f"{count} {plural(count, noun)}"
 
 
 def when(seconds: int | None) -> str:
@@ -167,8 +283,8 @@ def search_notes(summary: Any, items: str, *, explain: bool) -> None:
 class ProgressBar:
     """A progress bar on stderr when it is a terminal; nothing at all on a pipe or a file."""
 
-    def __init__(self, label: str) -> None:
-        self.enabled = sys.stderr.isatty()
+    def __init__(self, label: str, *, enabled: bool = True) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
         self.label = label
         self._bar: Any = None
 

@@ -8,8 +8,17 @@ from typing import BinaryIO
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, note
+from lantern.cli.output import counted, emit_json, json_option, note
 from lantern.errors import InvalidInput, StoreIOError
+
+# The line types of the export format, as a sentence names them.
+_NOUNS = {
+    "chunk_entity": "chunk-entity link",
+    "entity_scan": "entity scan",
+    "history": "history entry",
+    "memory": "memory record",
+    "memory_entity": "record-entity link",
+}
 
 
 @click.command("export")
@@ -31,33 +40,41 @@ from lantern.errors import InvalidInput, StoreIOError
     help="lantern: Lantern's own format; mcp-memory: the memory.jsonl knowledge graph of the "
     "MCP reference memory server (from the active memory records).",
 )
+@json_option
 @click.pass_context
 def export(
-    ctx: click.Context, scopes: tuple[str, ...], memories: bool, evidence: bool, to_format: str
+    ctx: click.Context,
+    scopes: tuple[str, ...],
+    memories: bool,
+    evidence: bool,
+    to_format: str,
+    as_json: bool,
 ) -> None:
     """Write the store as JSON Lines on stdout (both parts unless one is named).
 
     The format is stable and documented in the manual (docs/json.md, "Export format");
     `lantern import` reads it back. With --to mcp-memory, the memory records' entities,
-    observations and relations are written as the MCP memory server's memory.jsonl.
+    observations and relations are written as the MCP memory server's memory.jsonl. Stdout
+    is JSON with or without --json; with it, an error also prints its JSON object there.
 
+    \b
         lantern export --memories --scope 'project:lantern/*' > lantern-memories.jsonl
     """
     out = sys.stdout.buffer
     if to_format == "mcp-memory":
         if memories or evidence:
             raise click.UsageError("--memories and --evidence apply to --to lantern")
-        lines = open_lantern(ctx).export_mcp_memory(out, scope=scopes)
+        written = open_lantern(ctx).export_mcp_memory(out, scope=scopes)
         out.flush()
-        note(f"exported {lines} lines of a knowledge graph")
+        note(f"exported {counted(written, 'line')} of a knowledge graph")
         return
     both = not memories and not evidence
     report = open_lantern(ctx).export_jsonl(
         out, scope=scopes, memories=memories or both, evidence=evidence or both
     )
     out.flush()
-    counted = ", ".join(f"{n} {kind}" for kind, n in report.added.items() if n)
-    note(f"exported {counted or 'nothing'}")
+    lines = ", ".join(counted(n, _NOUNS.get(kind, kind)) for kind, n in report.added.items() if n)
+    note(f"exported {lines or 'nothing'}")
 
 
 @click.command("import")
@@ -94,6 +111,7 @@ def import_(
     line changes nothing, and names the line. --from reads the files of other memory
     systems (the mapping is in the manual, docs/entities.md).
 
+    \b
         lantern import lantern-memories.jsonl
 
         lantern import --from mcp-memory ~/.mcp/memory.jsonl --scope user:ada --dry-run

@@ -7,8 +7,10 @@ This module only touches the file system; the evidence repository decides what t
   subdirectories in name order. A file named on the command line is always read (only a binary,
   non-UTF-8 or too large file is refused); the rules below apply to what a walk finds.
 * **Left out on Lantern's own accord, and reported** (`skipped_paths`): version-control
-  directories (`.git`, `.hg`, `.svn`), `node_modules`, virtual environments (a directory with a
-  `pyvenv.cfg` or `conda-meta`), whatever a `.gitignore` excludes, binary files (a NUL byte),
+  directories (`.git`, `.hg`, `.svn`), `node_modules`, cache directories (`__pycache__`,
+  `.mypy_cache`, `.pytest_cache` and the like, and any directory tagged with a `CACHEDIR.TAG`),
+  virtual environments (a directory with a `pyvenv.cfg` or `conda-meta`), whatever a
+  `.gitignore` excludes, binary files (a NUL byte),
   files that are not UTF-8 text, unreadable files and directories, special files (FIFOs,
   sockets, devices), file names that are not UTF-8, files larger than `MAX_FILE_BYTES` (checked
   before anything is read, so a huge file costs no memory), and every symbolic link.
@@ -34,11 +36,11 @@ import errno
 import os
 import stat
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pathspec
 
-from lantern.errors import InvalidInput
+from lantern.errors import InvalidInput, Param
 from lantern.evidence.records import SkippedPath
 
 BINARY_SNIFF_BYTES = 8192
@@ -51,6 +53,25 @@ stored in one transaction, which peaks at about three times its size (measured: 
 
 _VCS_DIRECTORIES = frozenset({".git", ".hg", ".svn"})
 _VENV_MARKERS = ("pyvenv.cfg", "conda-meta")
+CACHE_DIRECTORIES = frozenset(
+    {
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".tox",
+        ".nox",
+        ".ipynb_checkpoints",
+        ".pytype",
+        ".pyre",
+        ".parcel-cache",
+        ".sass-cache",
+    }
+)
+"""Directories tools fill with derived files, left out of a walk by name; any other directory
+that holds a `CACHEDIR.TAG` (the Cache Directory Tagging convention) is left out too."""
+_CACHE_TAG = "CACHEDIR.TAG"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +134,13 @@ def select_files(
 
     Every path and pattern is checked before anything is walked, so bad input fails before an
     ingest writes anything. A file reached twice (named and inside a named directory) is
-    listed once.
+    listed once, as named.
     """
-    include_spec = _patterns("--include", include)
-    exclude_spec = _patterns("--exclude", exclude)
+    include_spec = _patterns("include", include)
+    exclude_spec = _patterns("exclude", exclude)
     roots = [_root(path) for path in paths]
     selection = FileSelection()
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for root, is_dir in roots:
         if not is_dir:
             found = [FoundFile(root)]
@@ -129,12 +150,24 @@ def select_files(
             found = list(walker.files())
         for item in found:
             if item.path not in seen:
-                seen.add(item.path)
+                seen[item.path] = len(selection.files)
                 selection.files.append(item)
+            elif item.root is None:
+                # Named as well as found by a walk: it is read as the file the user named.
+                selection.files[seen[item.path]] = item
     return selection
 
 
 def read_file(found: FoundFile) -> FileText | SkippedPath:
+    """Read a file as UTF-8 text, or say why it was skipped (binary, not UTF-8, unreadable);
+    a file named by the caller is skipped `named`."""
+    read = _read_file(found)
+    if isinstance(read, SkippedPath) and found.root is None:
+        return replace(read, named=True)
+    return read
+
+
+def _read_file(found: FoundFile) -> FileText | SkippedPath:
     """Read a file as UTF-8 text, or say why it was skipped (binary, not UTF-8, unreadable).
 
     The file is opened once and checked with `fstat`, so what is read is the regular file that
@@ -250,13 +283,13 @@ def _patterns(option: str, patterns: Sequence[str]) -> pathspec.GitIgnoreSpec | 
         patterns = [patterns]
     for pattern in patterns:
         if not isinstance(pattern, str) or not pattern.strip():
-            raise InvalidInput(f"{option} patterns must not be empty")
+            raise InvalidInput(Param(option), " patterns must not be empty")
     if not patterns:
         return None
     try:
         return pathspec.GitIgnoreSpec.from_lines(list(patterns))
     except ValueError as exc:
-        raise InvalidInput(f"{option} pattern is not valid: {exc}") from exc
+        raise InvalidInput(Param(option), f" pattern is not valid: {exc}") from exc
 
 
 def _read_ignore_file(path: str) -> pathspec.GitIgnoreSpec | None:
@@ -386,6 +419,10 @@ class _Walker:
             reason = "version control directory"
         elif entry.name == "node_modules":
             reason = "node_modules directory"
+        elif entry.name in CACHE_DIRECTORIES or os.path.lexists(
+            os.path.join(entry.path, _CACHE_TAG)
+        ):
+            reason = "cache directory"
         elif any(os.path.lexists(os.path.join(entry.path, m)) for m in _VENV_MARKERS):
             reason = "virtual environment"
         elif ignores.ignored(entry.path, is_dir=True):

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lantern import validation
-from lantern.errors import InvalidInput
+from lantern.errors import InvalidInput, Param
 from lantern.evidence.chunking import MIN_TARGET_SIZE
 from lantern.evidence.sourcekinds import KNOWN_SOURCE_KINDS
 from lantern.validation import canonical_json
@@ -24,28 +24,33 @@ def uri(value: object) -> str:
     checked = validation.text("uri", value, max_chars=MAX_URI_CHARS)
     if checked != checked.strip() or any(ch in checked for ch in "\n\r\t"):
         raise InvalidInput(
-            f"uri must not have surrounding whitespace or line breaks; got {checked!r}"
+            Param("uri"), f" must not have surrounding whitespace or line breaks; got {checked!r}"
         )
     return checked
 
 
 def text(value: object) -> str:
     if not isinstance(value, str):
-        raise InvalidInput(f"text must be a str; got {type(value).__name__}")
+        raise InvalidInput(Param("text"), f" must be a str; got {type(value).__name__}")
     if "\x00" in value:
-        raise InvalidInput("text must not contain NUL characters (binary data is not evidence)")
+        raise InvalidInput(
+            Param("text"), " must not contain NUL characters (binary data is not evidence)"
+        )
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInput("text is not valid UTF-8 (it holds a lone surrogate)") from exc
+        raise InvalidInput(
+            Param("text"), " is not valid UTF-8 (it holds a lone surrogate)"
+        ) from exc
     return value
 
 
 def kind(value: object) -> str:
     if not isinstance(value, str) or not _KIND.fullmatch(value):
         raise InvalidInput(
-            f"kind must be one of {', '.join(KNOWN_SOURCE_KINDS)} or another lowercase word "
-            f"(letters, digits, _ and -, at most 64); got {value!r}"
+            Param("kind"),
+            f" must be one of {', '.join(KNOWN_SOURCE_KINDS)} or another lowercase word "
+            f"(letters, digits, _ and -, at most 64); got {value!r}",
         )
     return value
 
@@ -64,15 +69,15 @@ def metadata(value: object) -> dict[str, Any]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"metadata is not valid JSON: {exc.msg}") from exc
+            raise InvalidInput(Param("metadata"), f" is not valid JSON: {exc.msg}") from exc
     if not isinstance(value, Mapping):
-        raise InvalidInput(f"metadata must be a JSON object; got {type(value).__name__}")
+        raise InvalidInput(Param("metadata"), f" must be a JSON object; got {type(value).__name__}")
     try:
         json.dumps(dict(value), ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
-        raise InvalidInput(f"metadata is not storable JSON: {exc}") from exc
+        raise InvalidInput(Param("metadata"), f" is not storable JSON: {exc}") from exc
     if _contains_nul(value):
-        raise InvalidInput("metadata must not contain NUL characters")
+        raise InvalidInput(Param("metadata"), " must not contain NUL characters")
     result: dict[str, Any] = canonical_json(dict(value))
     return result
 
@@ -95,8 +100,8 @@ def target_size(value: object) -> int:
         or not MIN_TARGET_SIZE <= value <= MAX_TARGET_SIZE
     ):
         raise InvalidInput(
-            f"chunk size must be an integer from {MIN_TARGET_SIZE} to {MAX_TARGET_SIZE}; "
-            f"got {value!r}"
+            Param("target_size"),
+            f" must be an integer from {MIN_TARGET_SIZE} to {MAX_TARGET_SIZE}; got {value!r}",
         )
     return value
 
@@ -104,13 +109,17 @@ def target_size(value: object) -> int:
 def ordinal_cursor(value: object) -> int:
     """Where a page of a source's chunks continues: the ordinal of the last chunk shown."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput(f"after must be a chunk ordinal (an integer from 0); got {value!r}")
+        raise InvalidInput(
+            Param("after"), f" must be a chunk ordinal (an integer from 0); got {value!r}"
+        )
     return value
 
 
 def context(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_CONTEXT:
-        raise InvalidInput(f"context must be an integer from 0 to {MAX_CONTEXT}; got {value!r}")
+        raise InvalidInput(
+            Param("context"), f" must be an integer from 0 to {MAX_CONTEXT}; got {value!r}"
+        )
     return value
 
 
@@ -118,5 +127,5 @@ def filter_values(field_name: str, value: str | Iterable[str] | None) -> list[st
     values = [] if value is None else [value] if isinstance(value, str) else list(value)
     for item in values:
         if not isinstance(item, str) or not item.strip():
-            raise InvalidInput(f"{field_name} filter must be non-empty text; got {item!r}")
+            raise InvalidInput(Param(field_name), f" filter must be non-empty text; got {item!r}")
     return values

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from lantern.entities.records import EntityRef
 from lantern.retrieval.modes import SearchSummary
 from lantern.validation import JSONObject
+
+T = TypeVar("T")
 
 
 def freeze_metadata(value: object) -> Mapping[str, Any]:
@@ -170,7 +172,18 @@ class SearchHit:
         }
 
 
-class SearchResults(list[SearchHit]):
+class Results(list[T]):
+    """Search hits or sources, the first `limit` of them: a plain list that also knows whether
+    `more` matched past the limit (for a caller to say so, or to ask for the next page)."""
+
+    __slots__ = ("more",)
+
+    def __init__(self, items: Sequence[T] = (), *, more: bool = False) -> None:
+        super().__init__(items)
+        self.more = more
+
+
+class SearchResults(Results[SearchHit]):
     """The hits of a search, best first, and what the search did (`summary`: the mode it ran
     in, the model it compared, the chunks it could not compare for want of a vector). A plain
     list otherwise."""
@@ -178,22 +191,31 @@ class SearchResults(list[SearchHit]):
     __slots__ = ("summary",)
 
     def __init__(
-        self, hits: Sequence[SearchHit] = (), summary: SearchSummary | None = None
+        self,
+        hits: Sequence[SearchHit] = (),
+        summary: SearchSummary | None = None,
+        *,
+        more: bool = False,
     ) -> None:
-        super().__init__(hits)
+        super().__init__(hits, more=more)
         self.summary = summary
 
 
 @dataclass(frozen=True, slots=True)
 class SkippedPath:
-    """A path an ingest left out on its own accord, and why (binary, .gitignore, symlink...)."""
+    """A path an ingest left out on its own accord, and why (binary, .gitignore, symlink...).
+
+    `named` is true for a file the caller named itself (rather than one a walk found): it was
+    asked for and could not be taken, which the CLI reports with a non-zero exit code.
+    """
 
     path: str
     reason: str
+    named: bool = False
 
     def to_json(self) -> JSONObject:
-        """`{"path", "reason"}`."""
-        return {"path": self.path, "reason": self.reason}
+        """`{"path", "reason", "named"}`."""
+        return {"path": self.path, "reason": self.reason, "named": self.named}
 
 
 @dataclass(frozen=True, slots=True)

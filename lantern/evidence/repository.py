@@ -24,7 +24,7 @@ from sqlalchemy import and_, or_, select
 
 from lantern import validation
 from lantern.entities import names as entity_names
-from lantern.errors import InvalidInput, NotFound
+from lantern.errors import InvalidInput, NotFound, Param
 from lantern.evidence import inputs
 from lantern.evidence.chunking import DEFAULT_TARGET_SIZE
 from lantern.evidence.files import (
@@ -40,6 +40,7 @@ from lantern.evidence.records import (
     ChunkDetail,
     IngestResult,
     IngestSummary,
+    Results,
     SearchResults,
     SkippedPath,
     Source,
@@ -220,7 +221,8 @@ class EvidenceRepository:
         model: str | None = None,
         entity: Any = None,
     ) -> SearchResults:
-        """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`).
+        """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`): a list
+        of `SearchHit`s whose `more` says whether other chunks matched past `limit`.
 
         `mode` is `keyword` (every word required), `any` (any word but the common ones),
         `semantic` (nearest by the embeddings of one model: `model`, else LANTERN_EMBED_MODEL,
@@ -241,8 +243,9 @@ class EvidenceRepository:
         if raw:
             if requested is not None and requested is not SearchMode.KEYWORD:
                 raise InvalidInput(
-                    "a raw query goes to the engine as written, so its mode is keyword; "
-                    f"mode {mode} does not apply (write OR in the query instead)"
+                    "a raw query goes to the engine as written, so its mode is keyword; ",
+                    Param("mode"),
+                    f" {mode} does not apply (write OR in the query instead)",
                 )
             requested = SearchMode.KEYWORD
         filters = SearchFilters(
@@ -254,7 +257,7 @@ class EvidenceRepository:
         )
         checked_limit = validation.limit(limit)
         if not isinstance(query, str):
-            raise InvalidInput(f"query must be text; got {type(query).__name__}")
+            raise InvalidInput(Param("query"), f" must be text; got {type(query).__name__}")
         if requested in KEYWORD_MODES:
             if model is not None:
                 from lantern.semantic.plan import check_model
@@ -272,8 +275,15 @@ class EvidenceRepository:
         parsed = parse_query(query)
         if parsed is None:
             return SearchResults([], summary)
-        hits, missing = search_by_meaning(self._store, plan, query, parsed, filters, checked_limit)
-        return SearchResults(hits, SearchSummary(plan.mode.value, plan.model, missing))
+        # One more than asked for, to know whether more matched.
+        hits, missing = search_by_meaning(
+            self._store, plan, query, parsed, filters, checked_limit + 1
+        )
+        return SearchResults(
+            hits[:checked_limit],
+            SearchSummary(plan.mode.value, plan.model, missing),
+            more=len(hits) > checked_limit,
+        )
 
     def _keyword_search(
         self, query: str, raw: bool, mode: SearchMode, filters: SearchFilters, limit: int
@@ -289,7 +299,9 @@ class EvidenceRepository:
             if parsed is None:
                 return SearchResults([], summary)
             prepared = parsed
-        return SearchResults(search_chunks(self._store, prepared, filters, limit, mode), summary)
+        # One more than asked for, to know whether more matched.
+        hits = search_chunks(self._store, prepared, filters, limit + 1, mode)
+        return SearchResults(hits[:limit], summary, more=len(hits) > limit)
 
     def embed(
         self, provider: EmbeddingProvider, *, progress: EmbedProgress | None = None
@@ -339,18 +351,21 @@ class EvidenceRepository:
         uri_prefix: str | None = None,
         limit: int = DEFAULT_SOURCE_LIMIT,
         offset: int = 0,
-    ) -> list[Source]:
-        """Sources in URI order, with their chunk counts."""
+    ) -> Results[Source]:
+        """Sources in URI order, with their chunk counts: a list of `Source`s whose `more` says
+        whether others follow past `limit`."""
         kinds = inputs.filter_values("kind", kind)
+        checked_limit = validation.limit(limit)
         stmt = source_select().order_by(sources.c.uri, sources.c.id)
-        stmt = stmt.limit(validation.limit(limit)).offset(validation.offset(offset))
+        stmt = stmt.limit(checked_limit + 1).offset(validation.offset(offset))
         if kinds:
             stmt = stmt.where(sources.c.kind.in_(kinds))
         if uri_prefix is not None:
-            prefix = inputs.filter_values("uri prefix", uri_prefix)[0]
+            prefix = inputs.filter_values("uri_prefix", uri_prefix)[0]
             stmt = stmt.where(starts_with(sources.c.uri, prefix))
         with self._store.read() as conn:
-            return [to_source(row) for row in conn.execute(stmt)]
+            found = [to_source(row) for row in conn.execute(stmt)]
+        return Results(found[:checked_limit], more=len(found) > checked_limit)
 
     def get_chunk(self, chunk_ref: str, *, context: int = 0) -> ChunkDetail:
         """A chunk, its source, and up to `context` chunks on each side of it."""

@@ -52,7 +52,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.elements import ColumnClause
 
 from lantern.entities.filters import chunk_clause
-from lantern.errors import InvalidInput, LanternError
+from lantern.errors import InvalidInput, LanternError, Setting
 from lantern.evidence.records import SearchHit
 from lantern.retrieval.modes import SearchMode
 from lantern.retrieval.query import ParsedQuery
@@ -200,8 +200,9 @@ def search_chunks(
         cause = exc.__cause__
         if isinstance(query, str) and cause is not None and _is_query_error(cause):
             raise InvalidInput(
-                f"the raw query is not valid {engine} syntax ({_first_line(cause)}); "
-                "leave out --raw to search for the words as typed"
+                f"the raw query is not valid {engine} syntax ({_first_line(cause)}); search again ",
+                Setting("raw", False),
+                " to search for the words as typed",
             ) from exc
         raise
     return [_hit(row, mode, rank) for rank, row in enumerate(rows, 1)]

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lantern.errors import InvalidInput
+from lantern.errors import InvalidInput, Setting
 from lantern.store import migrations
 from lantern.store.engine import Store
 from lantern.validation import JSONObject
@@ -47,7 +47,7 @@ def backup(store: Store, target: str | os.PathLike[str], *, force: bool = False)
     if destination.is_dir():
         raise InvalidInput(f"{destination} is a directory; give the path of the backup file")
     if destination.exists() and not force:
-        raise InvalidInput(f"{destination} exists; give --force to replace it")
+        raise InvalidInput(f"{destination} exists; replace it ", Setting("force", True))
     with store.read() as conn:
         revision = migrations.read_state(conn, store.location).effective_revision
     migrations.copy_sqlite(path, destination, replace=force)

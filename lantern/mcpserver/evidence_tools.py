@@ -24,6 +24,7 @@ from lantern.mcpserver.spec import (
     Schema,
     ToolOutput,
     ToolSpec,
+    api_arguments,
     arguments,
     described,
     limit,
@@ -40,7 +41,7 @@ MIN_TARGET_SIZE = 100
 MAX_TARGET_SIZE = 100_000
 MAX_URI_CHARS = 4_096
 MAX_TEXT_BYTES = 64 * 1024 * 1024
-"""`lantern.evidence.files.MAX_FILE_BYTES`, the limit of `lantern ingest -` too."""
+"""`lantern.evidence.files.MAX_FILE_BYTES`, the limit of the CLI's standard input too."""
 MAX_CHUNK_PAGE = 1_000
 CHUNK_PAGE = 100
 """Chunks `lantern_source_show` returns at once when not told otherwise; the repository's
@@ -79,9 +80,7 @@ def _chunk_show(lt: Lantern, args: Args) -> ToolOutput:
 
 
 def _ingest_text(lt: Lantern, args: Args) -> ToolOutput:
-    fields = dict(args)
-    if "chunk_size" in fields:
-        fields["target_size"] = fields.pop("chunk_size")
+    fields = api_arguments(args)
     started = time.perf_counter()
     result = lt.evidence.ingest_text(fields.pop("uri"), fields.pop("text"), **fields)
     summary = IngestSummary.from_results([result], seconds=time.perf_counter() - started)
@@ -208,7 +207,7 @@ EVIDENCE_TOOLS = (
         description=(
             "Store a text (a tool output, a note, a log) as the evidence source uri, split into "
             "chunks. Ingesting the same uri again leaves unchanged text as it is and replaces "
-            "the chunks of changed text. Returns the counts of `lantern ingest --json` "
+            "the chunks of changed text. Returns the counts of the ingest "
             "(added, updated, unchanged, skipped, removed, chunks, bytes, seconds, "
             "skipped_paths) and the source (id, uri, kind, title, content_hash, metadata, "
             "created_at, updated_at, chunk_count)."
@@ -225,8 +224,7 @@ EVIDENCE_TOOLS = (
                     "type": "string",
                     # Characters; the repository also refuses more than this many UTF-8 bytes.
                     "maxLength": MAX_TEXT_BYTES,
-                    "description": "The text to store: at most 64 MiB of UTF-8, as for "
-                    "`lantern ingest -`.",
+                    "description": "The text to store: at most 64 MiB of UTF-8.",
                 },
                 "kind": described(_SOURCE_KIND, "The source's kind; detected when not given."),
                 "metadata": {

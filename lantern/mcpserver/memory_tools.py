@@ -31,6 +31,7 @@ from lantern.mcpserver.spec import (
     Schema,
     ToolOutput,
     ToolSpec,
+    api_arguments,
     arguments,
     described,
     limit,
@@ -41,11 +42,6 @@ from lantern.validation import SEARCH_ORDERS
 
 if TYPE_CHECKING:
     from lantern.api import Lantern
-
-
-def _api_arguments(args: Args, **renamed: str) -> Args:
-    """The API's keyword arguments: the tool's, with the few whose names differ renamed."""
-    return {renamed.get(name, name): value for name, value in args.items()}
 
 
 def _record(record: MemoryRecord) -> ToolOutput:
@@ -60,7 +56,7 @@ def _records(page: Page, rendered: list[dict[str, Any]]) -> ToolOutput:
 
 
 def _add(lt: Lantern, args: Args) -> ToolOutput:
-    record, created = lt.memory.get_or_add(**_api_arguments(args, supersedes="supersedes_id"))
+    record, created = lt.memory.get_or_add(**api_arguments(args))
     if created:
         return _record(record)
     note = (
@@ -71,12 +67,12 @@ def _add(lt: Lantern, args: Args) -> ToolOutput:
 
 
 def _update(lt: Lantern, args: Args) -> ToolOutput:
-    fields = _api_arguments(args, no_expiry="clear_expiry")
+    fields = api_arguments(args)
     return _record(lt.memory.update(fields.pop("id"), **fields))
 
 
 def _supersede(lt: Lantern, args: Args) -> ToolOutput:
-    fields = _api_arguments(args, no_expiry="clear_expiry")
+    fields = api_arguments(args)
     return _record(lt.memory.supersede(fields.pop("old_id"), **fields))
 
 

@@ -192,7 +192,9 @@ INGESTED = _object(
         "chunks": _INT,
         "bytes": _INT,
         "seconds": _NUMBER,
-        "skipped_paths": _array(_object({"path": _STR, "reason": _STR})),
+        "skipped_paths": _array(
+            _object({"path": _STR, "reason": _STR, "named": {"type": "boolean"}}, "named")
+        ),
         "source": _SOURCE,
     }
 )

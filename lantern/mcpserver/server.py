@@ -51,7 +51,7 @@ from lantern.mcpserver import arguments, resources
 from lantern.mcpserver.entity_tools import ENTITY_TOOLS
 from lantern.mcpserver.evidence_tools import EVIDENCE_TOOLS
 from lantern.mcpserver.memory_tools import MEMORY_TOOLS
-from lantern.mcpserver.spec import ToolOutput, ToolSpec
+from lantern.mcpserver.spec import ToolOutput, ToolSpec, words
 from lantern.mcpserver.wire import RepairingReader, clean_text
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 
@@ -248,7 +248,7 @@ def build_server(handle: StoreHandle, *, access_of: AccessOf | None = None) -> S
             lantern = await handle.get(access_of(ctx))
             output, text = await calls.run(lambda: _call(spec, lantern, given))
         except LanternError as exc:
-            return _error(exc.message)
+            return _error(exc.spelled(words(spec)))
         except Exception as exc:
             log.exception("%s failed", spec.name)
             return _error(_unexpected(exc).message)
@@ -287,9 +287,11 @@ def build_server(handle: StoreHandle, *, access_of: AccessOf | None = None) -> S
             lantern = await handle.get(access_of(ctx))
             _output, text = await calls.run(lambda: _call(spec, lantern, {"id": key}))
         except NotFound as exc:
-            raise MCPError(code=RESOURCE_NOT_FOUND, message=clean_text(exc.message)) from exc
+            message = clean_text(exc.spelled(words(spec)))
+            raise MCPError(code=RESOURCE_NOT_FOUND, message=message) from exc
         except LanternError as exc:
-            raise MCPError(code=types.INTERNAL_ERROR, message=clean_text(exc.message)) from exc
+            message = clean_text(exc.spelled(words(spec)))
+            raise MCPError(code=types.INTERNAL_ERROR, message=message) from exc
         contents = types.TextResourceContents(uri=uri, mime_type=resources.MIME_TYPE, text=text)
         return types.ReadResourceResult(contents=[contents])
 

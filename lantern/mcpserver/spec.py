@@ -15,10 +15,12 @@ some clients' schema readers do not accept; every schema is valid JSON Schema 20
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lantern.errors import Operation, Param, Setting, Spelling, Term
 from lantern.retrieval.modes import SEARCH_MODES
 from lantern.validation import MAX_CONTENT_CHARS, MAX_SCOPE_CHARS, MEMORY_KINDS, STATUS_FILTERS
 
@@ -57,6 +59,39 @@ class ToolSpec:
     """Calling it again with the same arguments changes nothing more."""
 
 
+API_NAMES: Mapping[str, str] = {
+    "supersedes": "supersedes_id",
+    "no_expiry": "clear_expiry",
+    "chunk_size": "target_size",
+}
+"""The few arguments whose name in the Python API differs (the CLI's option names win)."""
+_ARGUMENT_NAMES = {api: argument for argument, api in API_NAMES.items()}
+
+
+def api_arguments(args: Args) -> Args:
+    """A tool's arguments as the Python API's keyword arguments."""
+    return {API_NAMES.get(name, name): value for name, value in args.items()}
+
+
+def words(spec: ToolSpec) -> Spelling:
+    """How a tool's error names the terms of a message: its arguments, as JSON sets them,
+    and the tools. A term it has no word for stays as the Python API says it."""
+    properties = spec.input_schema["properties"]
+
+    def spell(term: Term) -> str | None:
+        if isinstance(term, Operation):
+            return "the tool lantern_" + term.path.replace(".", "_")
+        if isinstance(term, Setting):
+            name = _ARGUMENT_NAMES.get(term.name, term.name)
+            return f"with {json.dumps(name)}: {json.dumps(term.value)}"
+        if isinstance(term, Param):
+            name = _ARGUMENT_NAMES.get(term.name, term.name)
+            return name if name in properties else None
+        return None
+
+    return spell
+
+
 def arguments(properties: Mapping[str, Schema], *required: str) -> Schema:
     """A tool's input schema: an object of exactly these properties."""
     schema: Schema = {"type": "object", "properties": dict(properties)}
@@ -84,8 +119,8 @@ KIND: Schema = {"type": "string", "enum": list(MEMORY_KINDS)}
 SCOPE: Schema = {"type": "string", "minLength": 1, "maxLength": MAX_SCOPE_CHARS}
 PERCENT: Schema = {"type": "integer", "minimum": 0, "maximum": 100}
 CONFIDENCE: Schema = {"type": "number", "minimum": 0, "maximum": 1}
-TIME: Schema = {"anyOf": [{"type": "integer"}, {"type": "string"}]}
-TIME_HELP = "unix seconds or ISO-8601 (a time without a zone is UTC)"
+TIME: Schema = {"anyOf": [{"type": "number"}, {"type": "string"}]}
+TIME_HELP = "unix seconds (a fraction is dropped) or ISO-8601 (a time without a zone is UTC)"
 FLAG: Schema = {"type": "boolean", "default": False}
 REF: Schema = {
     "anyOf": [

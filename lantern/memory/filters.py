@@ -17,7 +17,6 @@ from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, or_, true
 from lantern import validation
 from lantern.entities import names as entity_names
 from lantern.entities.filters import record_clause
-from lantern.errors import InvalidInput
 from lantern.memory.refs import cites_clause
 from lantern.store.models import memory_records as table
 
@@ -86,7 +85,7 @@ class MemoryFilter:
             status=validation.status_filter(status),
             min_priority=validation.optional_percent("min_priority", min_priority),
             min_urgency=validation.optional_percent("min_urgency", min_urgency),
-            min_confidence=_optional_confidence(min_confidence),
+            min_confidence=validation.optional_confidence(min_confidence, "min_confidence"),
             updated_since=validation.optional_timestamp("updated_since", updated_since),
             updated_before=validation.optional_timestamp("updated_before", updated_before),
             cites=tuple(validation.ref_key(value) for value in cited),
@@ -212,15 +211,6 @@ def _cites_part(cites: tuple[tuple[str, str], ...], through_chunks: bool) -> Par
         return cites_clause(keys, source_ids=sources)
 
     return values, build
-
-
-def _optional_confidence(value: object) -> float | None:
-    if value is None:
-        return None
-    try:
-        return validation.confidence(value)
-    except InvalidInput as exc:
-        raise InvalidInput(exc.message.replace("confidence", "min_confidence", 1)) from exc
 
 
 def _as_list(value: str | Iterable[str] | None) -> list[str]:

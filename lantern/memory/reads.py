@@ -12,7 +12,7 @@ from sqlalchemy import Select, bindparam, select, union_all
 from lantern import validation
 from lantern.entities import links as entity_links
 from lantern.entities.records import EntityRef
-from lantern.errors import InvalidInput
+from lantern.errors import InvalidInput, Param
 from lantern.memory import fts, history, refs, search
 from lantern.memory.chains import successor, walk
 from lantern.memory.core import RepositoryCore
@@ -163,7 +163,7 @@ class MemoryReads(RepositoryCore):
         limit = validation.limit(limit)
         offset = validation.offset(offset)
         if after is not None and offset:
-            raise InvalidInput("give either an offset or a cursor (after), not both")
+            raise _offset_and_cursor()
         key = None if after is None else parse_cursor(after)
         conditions = filters.conditions(self._store.dialect, now())
         values = {**conditions.values, "limit": limit + 1, "offset": offset}
@@ -254,7 +254,7 @@ class MemoryReads(RepositoryCore):
         if mode is not None:
             requested = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
         if not isinstance(query, str):
-            raise InvalidInput(f"query must be text; got {type(query).__name__}")
+            raise InvalidInput(Param("query"), f" must be text; got {type(query).__name__}")
         filters = MemoryFilter.build(
             scope=scope,
             kind=kind,
@@ -271,7 +271,7 @@ class MemoryReads(RepositoryCore):
         limit = validation.limit(limit)
         offset = validation.offset(offset)
         if after is not None and offset:
-            raise InvalidInput("give either an offset or a cursor (after), not both")
+            raise _offset_and_cursor()
         parsed = parse_query(query)
         plan = self._plan(requested, model)
         ran = plan.mode.value if plan.model is None else f"{plan.mode.value}@{plan.model}"
@@ -421,3 +421,7 @@ class MemoryReads(RepositoryCore):
         """`source` and `chunk` references that name nothing in the store any more."""
         with self._store.read() as conn:
             return refs.dangling(conn, self._scopes.clauses(conn.dialect.name))
+
+
+def _offset_and_cursor() -> InvalidInput:
+    return InvalidInput("give either ", Param("offset"), " or ", Param("after"), ", not both")

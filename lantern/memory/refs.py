@@ -27,7 +27,7 @@ from sqlalchemy import (
     select,
 )
 
-from lantern.errors import InvalidInput
+from lantern.errors import InvalidInput, Setting
 from lantern.memory.records import DanglingRef
 from lantern.store.models import chunks, memory_records, memory_refs, sources
 from lantern.store.prepared import Prepared
@@ -85,7 +85,9 @@ def require_resolvable(conn: Connection, refs: Iterable[Mapping[str, Any]]) -> N
         if not isinstance(ref_id, str) or not ref_id:
             raise InvalidInput(
                 f"a {ref_type} reference needs a string id to be checked; got {dict(ref)!r} "
-                "(store it anyway with --allow-dangling / allow_dangling=True)"
+                "(store it anyway ",
+                Setting("allow_dangling", True),
+                ")",
             )
         wanted.setdefault(str(ref_type), []).append(ref_id)
     for ref_type, ids in wanted.items():
@@ -98,7 +100,9 @@ def require_resolvable(conn: Connection, refs: Iterable[Mapping[str, Any]]) -> N
             if ref_id not in present:
                 raise InvalidInput(
                     f"reference {ref_type}:{ref_id} names no {ref_type} in this store "
-                    "(store it anyway with --allow-dangling / allow_dangling=True)"
+                    "(store it anyway ",
+                    Setting("allow_dangling", True),
+                    ")",
                 )
 
 

@@ -18,7 +18,14 @@ from lantern import validation
 from lantern.entities import links as entity_links
 from lantern.entities import names as entity_names
 from lantern.entities.names import EntityName
-from lantern.errors import Conflict, InvalidInput, LanternError, PolicyRefused
+from lantern.errors import (
+    Conflict,
+    InvalidInput,
+    LanternError,
+    Operation,
+    Param,
+    PolicyRefused,
+)
 from lantern.memory import fts, history, identity, refs, vectors
 from lantern.memory.chains import check_supersedable, successor_id
 from lantern.memory.changes import insert_new, insert_records, plain_refs, retire, set_fields
@@ -345,7 +352,9 @@ class MemoryWrites(RepositoryCore):
             "confidence": validation.optional_confidence(confidence),
         }
         if expires_at is not None and clear_expiry:
-            raise InvalidInput("give either an expiry time or no expiry, not both")
+            raise InvalidInput(
+                "give either ", Param("expires_at"), " or ", Param("clear_expiry"), ", not both"
+            )
         new_expiry = validation.optional_timestamp("expires_at", expires_at)
         new_refs = None if source_refs is None else validation.source_refs(source_refs)
         new_entities = None if entities is None else entity_names.keys(entities)
@@ -451,7 +460,9 @@ def _field_changes(
     if confidence is not None:
         changes["confidence"] = validation.confidence(confidence)
     if expires_at is not None and clear_expiry:
-        raise InvalidInput("give either an expiry time or no expiry, not both")
+        raise InvalidInput(
+            "give either ", Param("expires_at"), " or ", Param("clear_expiry"), ", not both"
+        )
     if expires_at is not None:
         changes["expires_at"] = validation.timestamp("expires_at", expires_at)
     if clear_expiry:
@@ -464,7 +475,9 @@ def _identical(stored: MemoryRecord, old: MemoryRecord) -> LanternError:
     if stored.id == old.id:
         return InvalidInput(
             f"the replacement would be identical to {old.id} (same scope, kind and content); "
-            "change one of them, or use memory update for the other fields"
+            "change one of them, or use ",
+            Operation("memory.update"),
+            " for the other fields",
         )
     return Conflict(
         f"an identical memory is already stored as {stored.id}; {old.id} was not superseded "

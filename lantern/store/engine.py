@@ -31,6 +31,7 @@ from lantern.errors import (
     PolicyRefused,
     StoreBusy,
     StoreIOError,
+    StoreUnreachable,
     WriteAbandoned,
 )
 from lantern.store.location import StoreLocation
@@ -346,8 +347,8 @@ def translate(exc: DBAPIError | sqlite3.Error, location: StoreLocation) -> Lante
                 f"cannot be written ({detail})"
             )
         return NotAStore(f"cannot open the store at {where} ({detail})")
-    if "connection" in lowered and ("refused" in lowered or "failed" in lowered):
-        return NotAStore(f"cannot connect to the store at {where} ({detail})")
+    if location.path is None and any(sign in lowered for sign in _UNREACHABLE):
+        return StoreUnreachable(f"cannot connect to the store at {where} ({detail})")
     if "identity_hash" in lowered and ("unique" in lowered or "duplicate key" in lowered):
         # Two writers stored the same memory at once (PostgreSQL; SQLite writers take turns).
         return Conflict(
@@ -357,6 +358,21 @@ def translate(exc: DBAPIError | sqlite3.Error, location: StoreLocation) -> Lante
     if "check constraint" in lowered or "violates check" in lowered:
         return InvalidInput(f"the store refused a value: {detail}")
     return LanternError(f"database error on {where}: {detail}")
+
+
+# How the PostgreSQL driver says that it could not connect, or lost its connection.
+_UNREACHABLE = (
+    "connection failed",
+    "connection refused",
+    "failed to resolve host",
+    "could not translate host name",
+    "could not connect",
+    "timeout expired",
+    "no route to host",
+    "server closed the connection",
+    "connection is lost",
+    "the connection is closed",
+)
 
 
 def _nearly_full(path: Path) -> bool:

@@ -191,7 +191,7 @@ def invocations(draw: st.DrawFn, tmp: str) -> tuple[list[str], bytes | None]:
             else:
                 args.append(draw(CLI_TEXT))
             continue
-        if not isinstance(param, click.Option) or not draw(st.booleans()):
+        if not isinstance(param, click.Option) or param.name == "db" or not draw(st.booleans()):
             continue
         flag = param.opts[-1]
         if param.is_flag:
