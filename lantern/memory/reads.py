@@ -93,6 +93,7 @@ class MemoryReads(RepositoryCore):
         min_confidence: float | None = None,
         updated_since: int | str | None = None,
         updated_before: int | str | None = None,
+        expires_before: int | str | None = None,
         cites: Any = None,
         after: str | None = None,
     ) -> Page:
@@ -110,6 +111,7 @@ class MemoryReads(RepositoryCore):
             min_confidence=min_confidence,
             updated_since=updated_since,
             updated_before=updated_before,
+            expires_before=expires_before,
             cites=cites,
             include_expired=include_expired,
         )
@@ -206,6 +208,7 @@ class MemoryReads(RepositoryCore):
         min_confidence: float | None = None,
         updated_since: int | str | None = None,
         updated_before: int | str | None = None,
+        expires_before: int | str | None = None,
         cites: Any = None,
         after: str | None = None,
     ) -> Page:
@@ -235,6 +238,7 @@ class MemoryReads(RepositoryCore):
             min_confidence=min_confidence,
             updated_since=updated_since,
             updated_before=updated_before,
+            expires_before=expires_before,
             cites=cites,
             include_expired=include_expired,
         )

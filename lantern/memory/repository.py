@@ -1,10 +1,11 @@
 """The memory repository: every rule about memory records, once, for the CLI, API and MCP.
 
 Its parts live beside it by what they do: `writes` (add, update, supersede), `lifecycle`
-(archive, restore, expire, forget) and `reads` (get, chain, history, list, search). Each public
-method is one operation in one transaction, timed once. The statements are SQLAlchemy Core
-against the mapped tables: the ORM's per-object bookkeeping costs more than the database work
-on these small, hot operations, and callers get frozen records either way.
+(archive, restore, expire, forget), `reads` (get, chain, history, list, search) and `activity`
+(stats, and the changes of every record). Each public method is one operation in one
+transaction, timed once. The statements are SQLAlchemy Core against the mapped tables: the ORM's
+per-object bookkeeping costs more than the database work on these small, hot operations, and
+callers get frozen records either way.
 
 Every change a method makes to a record is also appended to its history, its search row and its
 reference rows in the same transaction (`lantern.memory.changes`), so that they can never
@@ -13,6 +14,7 @@ disagree with the record.
 
 from __future__ import annotations
 
+from lantern.memory.activity import MemoryActivity
 from lantern.memory.lifecycle import MemoryLifecycle
 from lantern.memory.reads import MemoryReads
 from lantern.memory.writes import MemoryWrites
@@ -20,5 +22,5 @@ from lantern.memory.writes import MemoryWrites
 __all__ = ["MemoryRepository"]
 
 
-class MemoryRepository(MemoryWrites, MemoryLifecycle, MemoryReads):
-    """Adds, revises, retires, forgets, finds and explains memory records in one store."""
+class MemoryRepository(MemoryWrites, MemoryLifecycle, MemoryReads, MemoryActivity):
+    """Adds, revises, retires, forgets, finds, explains and sums up memory records in one store."""
