@@ -247,12 +247,14 @@ class Word:
 
 
 def _entry(entry: HistoryEntry) -> dict[str, Any]:
-    changed = field_changes(entry.changes)
+    changes = entry.to_json()["changes"]  # plain lists and dicts, as the JSON twin has them
+    changed = field_changes(changes)
     return {
         "entry": entry,
         "changes": changed,
+        "created": bool(changed) and not any(change.has_before for change in changed),
         "content_diff": _content_diff(changed),
-        "extra": {k: v for k, v in entry.changes.items() if k not in ("before", "after")},
+        "extra": {k: v for k, v in changes.items() if k not in ("before", "after")},
     }
 
 
