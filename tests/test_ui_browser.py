@@ -107,9 +107,7 @@ def test_a_person_browses_the_demonstration_store(browser: Any, tmp_path: Path) 
         assert _problems(browser) == []
 
 
-def test_a_hostile_store_runs_no_script_and_breaks_no_layout(
-    browser: Any, tmp_path: Path
-) -> None:
+def test_a_hostile_store_runs_no_script_and_breaks_no_layout(browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
     db = tmp_path / "hostile.db"
