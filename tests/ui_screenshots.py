@@ -33,7 +33,7 @@ def main(target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
         store = Path(work) / "lantern.db"
-        ids = build_demo_store(store)
+        ids = build_demo_store(store, spread=True)
         with serve(store) as running:
             driver = browser_or_skip()
             try:

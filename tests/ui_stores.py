@@ -5,9 +5,52 @@ Both are built through the public API, as an agent would fill them.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import lantern.memory.activity
+import lantern.memory.lifecycle
+import lantern.memory.reads
+import lantern.memory.writes
 from lantern.api import Lantern
+
+_CLOCKED = (
+    lantern.memory.writes,
+    lantern.memory.lifecycle,
+    lantern.memory.reads,
+    lantern.memory.activity,
+)
+
+
+class _Calendar:
+    """The time memory writes take, moved by hand: days ago, until it is now again."""
+
+    def __init__(self) -> None:
+        self.at: int | None = None
+
+    def days_ago(self, days: float) -> None:
+        self.at = int(time.time() - days * 86_400)
+
+    def now(self) -> int:
+        return int(time.time()) if self.at is None else self.at
+
+
+@contextmanager
+def _calendar(spread: bool) -> Iterator[_Calendar]:
+    calendar = _Calendar()
+    if not spread:
+        yield calendar
+        return
+    saved = [module.now for module in _CLOCKED]
+    for module in _CLOCKED:
+        module.now = calendar.now  # type: ignore[attr-defined]
+    try:
+        yield calendar
+    finally:
+        for module, original in zip(_CLOCKED, saved, strict=True):
+            module.now = original  # type: ignore[attr-defined]
 
 NOTES = """# Release checklist
 
@@ -26,18 +69,20 @@ The staging server moved from Paris to Lyon in November.
 """
 
 
-def build_demo_store(path: Path | str) -> dict[str, str]:
+def build_demo_store(path: Path | str, *, spread: bool = False) -> dict[str, str]:
     """A small store with the shapes a person meets: chains, history, evidence and references.
 
-    Returns the ids a test looks for, by name.
+    With `spread`, its records are written over the last three weeks, as an agent would have
+    (for the screenshots' timeline). Returns the ids a test looks for, by name.
     """
-    with Lantern.open(path) as lt:
+    with Lantern.open(path) as lt, _calendar(spread) as calendar:
         notes = lt.evidence.ingest_text("file:///home/ada/notes/release.md", NOTES, kind="markdown")
         chat = lt.evidence.ingest_text(
             "https://chat.example.org/sessions/42", TRANSCRIPT_NOTE, kind="document"
         )
         note_chunks = lt.evidence.get_source(notes.source.id).chunks or ()
         chat_chunk = (lt.evidence.get_source(chat.source.id).chunks or ())[0]
+        calendar.days_ago(20)
         prefers = lt.memory.add(
             kind="preference",
             scope="user:raphael",
@@ -45,7 +90,9 @@ def build_demo_store(path: Path | str) -> dict[str, str]:
             priority=90,
             source_refs=[f"chunk:{chat_chunk.id}"],
         )
+        calendar.days_ago(14)
         lt.memory.update(prefers.id, priority=95, add_refs=["session:2026-11-30"])
+        calendar.days_ago(13)
         lt.memory.add(
             kind="preference",
             scope="user:raphael",
@@ -54,17 +101,20 @@ def build_demo_store(path: Path | str) -> dict[str, str]:
             urgency=10,
             source_refs=[f"chunk:{chat_chunk.id}"],
         )
+        calendar.days_ago(12)
         staging = lt.memory.add(
             kind="fact",
             scope="project:lantern",
             content="The staging server is in Paris.",
             priority=60,
         )
+        calendar.days_ago(6)
         moved = lt.memory.supersede(
             staging.id,
             content="The staging server is in Lyon since November.",
             source_refs=[f"chunk:{chat_chunk.id}"],
         )
+        calendar.days_ago(5)
         deploy = lt.memory.add(
             kind="constraint",
             scope="project:lantern",
@@ -72,6 +122,7 @@ def build_demo_store(path: Path | str) -> dict[str, str]:
             priority=85,
             source_refs=[f"chunk:{note_chunks[0].id}", f"source:{notes.source.id}"],
         )
+        calendar.days_ago(3)
         step = lt.memory.add(
             kind="task_state",
             scope="project:lantern/docs",
@@ -79,14 +130,16 @@ def build_demo_store(path: Path | str) -> dict[str, str]:
             priority=70,
             urgency=30,
             confidence=0.5,
-            expires_at="2099-01-01",
+            expires_at=int(time.time()) + 3 * 86_400,
         )
+        calendar.days_ago(2)
         lt.memory.add(
             kind="goal",
             scope="project:lantern/docs",
             content="Ship the manual as a site, with screenshots of the web view.",
             priority=75,
         )
+        calendar.days_ago(1)
         lt.memory.add(
             kind="hypothesis",
             scope="project:lantern",
@@ -96,7 +149,9 @@ def build_demo_store(path: Path | str) -> dict[str, str]:
             source_refs=["chunk:chk_0000000000000000"],
             allow_dangling=True,
         )
+        calendar.days_ago(0.8)
         old = lt.memory.add(kind="observation", scope="user:raphael", content="Uses vim.")
+        calendar.days_ago(0.5)
         lt.memory.archive(old.id)
         return {
             "prefers": prefers.id,

@@ -1,5 +1,6 @@
 """The overview (what the store holds, what changed, what expires soon, where its schema
-stands) and the health page (`db check`, run when asked for: it reads the whole store)."""
+stands) and the health page (`inspect` and `db check`, run when asked for: they read the whole
+store, and are refused under a scope restriction)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ def overview(site: Site, params: Params) -> View:
     soon = int(time.time()) + SOON_DAYS * 86_400
     expiring = lt.memory.list(expires_before=soon, limit=EXPIRING_SHOWN)
     status = lt.status()
-    inspection = None if lt.scopes.restricted else lt.inspect()
     twins: dict[str, Any] = {
         "stats": stats.to_json,
         "changes": lambda: [entry.to_json() for entry in recent],
@@ -49,12 +49,6 @@ def overview(site: Site, params: Params) -> View:
         ),
         Command("schema", site.command(["db", "status", "--json"]), twin_href("/", [], "status")),
     ]
-    if inspection is not None:
-        twins["inspect"] = inspection.to_json
-        whole = Command(
-            "the whole store", site.command(["inspect", "--json"]), twin_href("/", [], "inspect")
-        )
-        commands.append(whole)
     parts = dict(twins)
     twins[""] = lambda: {name: make() for name, make in parts.items()}
     return View(
@@ -64,7 +58,6 @@ def overview(site: Site, params: Params) -> View:
             "stats": stats,
             "scopes_policy": lt.scopes.describe() if lt.scopes.restricted else None,
             "status": status.to_json(),
-            "inspection": None if inspection is None else inspection.to_json(),
             "recent": [_entry(entry) for entry in recent],
             "expiring": [_row(record) for record in expiring],
             "expiring_href": href("/memory", [("expires_before", str(soon))]),
@@ -98,14 +91,22 @@ def health(site: Site, params: Params) -> View:
             "db check reads the whole store, and this view is restricted to the scopes "
             f"{lt.scopes.describe()}"
         )
+    inspection = lt.inspect()
     report = lt.check()
     return View(
         "health.html",
         "Health",
-        {"report": report.to_json()},
-        twins={"": report.to_json},
+        {"report": report.to_json(), "inspection": inspection.to_json()},
+        twins={"": report.to_json, "inspect": inspection.to_json},
         commands=[
-            Command("this page", site.command(["db", "check", "--json"]), twin_href("/health", []))
+            Command(
+                "the checks", site.command(["db", "check", "--json"]), twin_href("/health", [])
+            ),
+            Command(
+                "the whole store",
+                site.command(["inspect", "--json"]),
+                twin_href("/health", [], "inspect"),
+            ),
         ],
     )
 
