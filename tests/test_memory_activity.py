@@ -90,6 +90,9 @@ def test_stats_and_changes_stay_within_the_scopes(lt: Lantern, clock: Clock) -> 
         assert seen == {ids[name] for name in expected}
         counted = sum(sum(day.counts.values()) for day in stats.changes_per_day)
         assert counted == len(confined.memory.changes())
+        # Asking for the scopes gives what the fence gives.
+        assert lt.memory.stats(scope=patterns, days=3) == stats
+        assert lt.memory.changes(scope=patterns) == confined.memory.changes()
     # The forgotten record's one entry keeps its scope, and is shown only there.
     confined = lt.restricted(scopes=ScopePolicy.of("project:*"), read_only=True)
     assert "forgotten" not in {entry.event for entry in confined.memory.changes()}

@@ -133,29 +133,34 @@ def test_every_page_renders_and_its_twins_are_the_cli_json(
     demo: tuple[TestClient, dict[str, str], str],
 ) -> None:
     client, ids, _ = demo
-    runner = CliRunner()
     for path in _pages(ids):
-        page = client.get(path)
-        assert page.status_code == 200, (path, page.text[:500])
-        assert page.headers["content-type"].startswith("text/html")
-        commands = _commands(page.text)
-        assert commands, path
-        for line, twin in commands:
-            words = shlex.split(line)
-            assert words[0] == "lantern"
-            ran = runner.invoke(cli, words[1:])
-            shown = client.get(twin)
-            assert shown.status_code == 200, (twin, shown.text)
-            assert shown.headers["content-type"].startswith("application/json")
-            # What the CLI prints, key order included; sizes on disk (a shared PostgreSQL
-            # database grows under other tests) and `db check`'s checks that need a write
-            # transaction, which the read-only view skips, aside.
-            if words[-2:] != ["check", "--json"]:
-                assert ran.exit_code == 0, (line, ran.output)
-                assert _stable(shown.text) == _stable(ran.stdout), line
-            else:
-                checks = {c["name"]: c["status"] for c in json.loads(shown.text)["checks"]}
-                assert set(checks) == {c["name"] for c in json.loads(ran.stdout)["checks"]}
+        _check_twins(client, path)
+
+
+def _check_twins(client: TestClient, path: str) -> None:
+    """The page renders, and each command it shows prints its JSON twin."""
+    runner = CliRunner()
+    page = client.get(path)
+    assert page.status_code == 200, (path, page.text[:500])
+    assert page.headers["content-type"].startswith("text/html")
+    commands = _commands(page.text)
+    assert commands, path
+    for line, twin in commands:
+        words = shlex.split(line)
+        assert words[0] == "lantern"
+        ran = runner.invoke(cli, words[1:])
+        shown = client.get(twin)
+        assert shown.status_code == 200, (twin, shown.text)
+        assert shown.headers["content-type"].startswith("application/json")
+        # What the CLI prints, key order included; sizes on disk (a shared PostgreSQL
+        # database grows under other tests) and `db check`'s checks that need a write
+        # transaction, which the read-only view skips, aside.
+        if words[-2:] != ["check", "--json"]:
+            assert ran.exit_code == 0, (line, ran.output)
+            assert _stable(shown.text) == _stable(ran.stdout), line
+        else:
+            checks = {c["name"]: c["status"] for c in json.loads(shown.text)["checks"]}
+            assert set(checks) == {c["name"] for c in json.loads(ran.stdout)["checks"]}
 
 
 def test_the_record_page_shows_history_chain_and_evidence(
@@ -251,7 +256,11 @@ def test_a_scope_restricted_view_shows_nothing_outside(tmp_path: Path) -> None:
     db = tmp_path / "s.db"
     ids = build_demo_store(db)
     with Lantern.open(db, read_only=True, create=False, scopes=["user:*"]) as lantern:
-        client = _client(lantern, str(db))
+        app = build_app(Site(lantern, ("--db", str(db)), ("user:*",)), token=TOKEN)
+        client = TestClient(app, base_url=BASE, headers={"Authorization": f"Bearer {TOKEN}"})
+        # The commands it shows confine themselves as the view is confined.
+        for path in ("/", "/memory?status=all", "/memory/search?q=staging+server", "/changes"):
+            _check_twins(client, path)
         listed = client.get("/memory?status=all&format=json").json()["records"]
         assert listed and {r["scope"] for r in listed} == {"user:raphael"}
         stats = client.get("/?format=json&part=stats").json()

@@ -52,6 +52,7 @@ def _calendar(spread: bool) -> Iterator[_Calendar]:
         for module, original in zip(_CLOCKED, saved, strict=True):
             module.now = original  # type: ignore[attr-defined]
 
+
 NOTES = """# Release checklist
 
 Run the whole test suite on SQLite and PostgreSQL before tagging.

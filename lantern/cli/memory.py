@@ -495,6 +495,13 @@ def changes_command(
 
 @memory.command("stats")
 @click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    help="Count only records of this scope, or of scopes starting with a prefix ending in *. "
+    "Repeatable.",
+)
+@click.option(
     "--top", type=int, default=10, show_default=True, help="List this many largest scopes."
 )
 @click.option(
@@ -506,12 +513,14 @@ def changes_command(
 )
 @json_option
 @click.pass_context
-def stats_command(ctx: click.Context, top: int, days: int, as_json: bool) -> None:
+def stats_command(
+    ctx: click.Context, scopes: tuple[str, ...], top: int, days: int, as_json: bool
+) -> None:
     """Count the records by kind, status and scope, and the changes of each recent day.
 
     lantern memory stats --top 20 --json
     """
-    stats = open_lantern(ctx).memory.stats(top=top, days=days)
+    stats = open_lantern(ctx).memory.stats(scope=scopes, top=top, days=days)
     if as_json:
         emit_json(stats.to_json())
         return

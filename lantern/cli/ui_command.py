@@ -72,6 +72,7 @@ def ui(
             host=host,
             port=port,
             scopes=policy,
+            patterns=scopes,
             db_words=db_words,
             open_browser=open_browser,
         )

@@ -49,13 +49,17 @@ _DAY_SECONDS = literal_column(str(DAY), Integer)
 class MemoryActivity(RepositoryCore):
     """Counts and recent changes over the records within the scopes."""
 
-    def stats(self, *, top: int = 10, days: int = 30) -> MemoryStats:
+    def stats(
+        self, *, scope: str | Iterable[str] | None = None, top: int = 10, days: int = 30
+    ) -> MemoryStats:
         """Records by kind, status and scope (the `top` largest scopes), and the history
-        entries of each of the last `days` UTC days, today included."""
+        entries of each of the last `days` UTC days, today included; of the records of these
+        `scope` patterns only (as for `list`), when given."""
+        wanted = ScopePolicy.of(_values(scope)) if _values(scope) else ScopePolicy()
         top = validation.limit(top, field="top", maximum=MAX_TOP)
         days = validation.limit(days, field="days", maximum=MAX_DAYS)
         at = now()
-        policy = self._policy()
+        policy = self._fences(wanted)
         count = func.count()
         with self._store.read() as conn:
             by_kind = _grouped(conn, table.c.kind, policy)
@@ -74,7 +78,7 @@ class MemoryActivity(RepositoryCore):
                 select(count).where(*policy, table.c.status == "active", table.c.expires_at <= at)
             ).scalar_one()
             first_day = at // DAY - (days - 1)
-            per_day = self._changes_per_day(conn, first_day * DAY)
+            per_day = self._changes_per_day(conn, first_day * DAY, wanted)
         return MemoryStats(
             total=sum(by_status.values()),
             by_kind={kind: by_kind.get(kind, 0) for kind in MEMORY_KINDS},
@@ -91,27 +95,37 @@ class MemoryActivity(RepositoryCore):
             ),
         )
 
-    def _changes_per_day(self, conn: Connection, start: int) -> dict[tuple[int, str], int]:
+    def _fences(self, wanted: ScopePolicy) -> list[ColumnElement[bool]]:
+        """The scope conditions of the policy and of the scopes asked for, together."""
+        fences = [*self._policy()]
+        if wanted.restricted:
+            fences.append(scope_clause(self._store.dialect, wanted.patterns, name="wanted"))
+        return fences
+
+    def _changes_per_day(
+        self, conn: Connection, start: int, wanted: ScopePolicy
+    ) -> dict[tuple[int, str], int]:
         h = history_table
         day = (h.c.at // _DAY_SECONDS).label("day")
         stmt = select(day, h.c.event, func.count()).where(h.c.at >= start)
-        if self._scopes.restricted:
+        fenced = self._scopes.restricted or wanted.restricted
+        if fenced:
             # Entries of records within the scopes; forgotten records are counted below.
             stmt = stmt.select_from(h.join(table, table.c.id == h.c.record_id)).where(
-                *self._policy()
+                *self._fences(wanted)
             )
         counts: dict[tuple[int, str], int] = {
             (int(row[0]), row[1]): int(row[2])
             for row in conn.execute(stmt.group_by(day, h.c.event))
         }
-        if self._scopes.restricted:
+        if fenced:
             forgotten = select(h).where(
                 h.c.at >= start,
                 h.c.event == "forgotten",
                 ~select(table.c.id).where(table.c.id == h.c.record_id).exists(),
             )
             for row in conn.execute(forgotten):
-                if forgotten_in(_entry(row), self._scopes):
+                if _forgotten_within(_entry(row), self._scopes, wanted):
                     key = (row.at // DAY, "forgotten")
                     counts[key] = counts.get(key, 0) + 1
         return counts
@@ -148,9 +162,7 @@ class MemoryActivity(RepositoryCore):
             conditions.append(h.c.at < before_at)
         if last is not None:
             conditions.append(h.c.id < last)
-        fences = [*self._policy()]
-        if wanted.restricted:
-            fences.append(scope_clause(self._store.dialect, wanted.patterns, name="wanted"))
+        fences = self._fences(wanted)
         present = table.c.id.label("present")
         stmt = select(h, present).select_from(h.outerjoin(table, table.c.id == h.c.record_id))
         if fences:

@@ -29,7 +29,8 @@ def memory_list(site: Site, params: Params) -> View:
     paging = _paging(params, LIST_LIMIT)
     explain = _flag(params, "explain")
     page = site.lantern.memory.list(**paging, **filters)
-    words = ["memory", "list", *fields.cli_words(filters, MEMORY_FILTERS), *_paging_words(paging)]
+    words = ["memory", "list", *site.fenced(filters), *fields.cli_words(filters, MEMORY_FILTERS)]
+    words += _paging_words(paging)
     words += ["--explain"] if explain else []
     pairs = fields.query_pairs(filters, MEMORY_FILTERS) + _kept(paging, LIST_LIMIT, explain)
     rendered = [_record_json(record, explain) for record in page]
@@ -98,7 +99,7 @@ def memory_search(site: Site, params: Params) -> View:
     context["hits"] = hits
     context["first_href"] = None if _at_start(paging) else href("/memory/search", pairs)
     context["next_href"] = _next(matches.next_cursor, "/memory/search", pairs)
-    words = ["memory", "search", *fields.cli_words(choices, MEMORY_SEARCH)]
+    words = ["memory", "search", *site.fenced(filters), *fields.cli_words(choices, MEMORY_SEARCH)]
     words += [*fields.cli_words(filters, MEMORY_FILTERS), *_paging_words(paging, SEARCH_LIMIT)]
     view.twins[""] = lambda: {"records": rendered, "next_cursor": matches.next_cursor}
     view.commands.append(
@@ -153,7 +154,12 @@ def changes(site: Site, params: Params) -> View:
     limit = fields.integer(params, "limit", CHANGES_LIMIT)
     after = fields.text(params, "after")
     page = site.lantern.memory.changes(limit=limit, after=after, **filters)
-    words = ["memory", "changes", *fields.cli_words(filters, CHANGES_FILTERS)]
+    words = [
+        "memory",
+        "changes",
+        *site.fenced(filters),
+        *fields.cli_words(filters, CHANGES_FILTERS),
+    ]
     pairs = fields.query_pairs(filters, CHANGES_FILTERS)
     if limit != CHANGES_LIMIT:
         words += ["--limit", str(limit)]

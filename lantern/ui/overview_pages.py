@@ -36,15 +36,19 @@ def overview(site: Site, params: Params) -> View:
         "status": status.to_json,
     }
     commands = [
-        Command("counts", site.command(["memory", "stats", "--json"]), twin_href("/", [], "stats")),
+        Command(
+            "counts",
+            site.command(["memory", "stats", *site.fenced({}), "--json"]),
+            twin_href("/", [], "stats"),
+        ),
         Command(
             "latest changes",
-            site.command(["memory", "changes", "--limit", str(RECENT), "--json"]),
+            site.command(["memory", "changes", *site.fenced({}), "--limit", str(RECENT), "--json"]),
             twin_href("/", [], "changes"),
         ),
         Command(
             f"expiring within {SOON_DAYS} days",
-            site.command(_expiring_words(soon)),
+            site.command(_expiring_words(soon, site.fenced({}))),
             twin_href("/", [], "expiring"),
         ),
         Command("schema", site.command(["db", "status", "--json"]), twin_href("/", [], "status")),
@@ -145,9 +149,9 @@ def chart(stats: MemoryStats) -> dict[str, Any]:
     }
 
 
-def _expiring_words(soon: int) -> list[str]:
+def _expiring_words(soon: int, fence: list[str]) -> list[str]:
     limit = str(EXPIRING_SHOWN)
-    return ["memory", "list", "--expires-before", str(soon), "--limit", limit, "--json"]
+    return ["memory", "list", *fence, "--expires-before", str(soon), "--limit", limit, "--json"]
 
 
 def _exact(scope: str) -> str:

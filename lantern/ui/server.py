@@ -28,6 +28,7 @@ def serve(
     host: str,
     port: int,
     scopes: ScopePolicy,
+    patterns: Sequence[str] = (),
     db_words: Sequence[str] = (),
     open_browser: bool = False,
 ) -> int:
@@ -36,7 +37,8 @@ def serve(
     try:
         listening = _bind(host, port)
         token = secrets.token_urlsafe(32)
-        app = build_app(Site(lantern, tuple(db_words)), token=token, hosts=(host,))
+        site = Site(lantern, tuple(db_words), tuple(patterns))
+        app = build_app(site, token=token, hosts=(host,))
         bound_port = listening.getsockname()[1]
         shown_host = f"[{host}]" if ":" in host else host
         url = f"http://{shown_host}:{bound_port}/?token={token}"

@@ -20,10 +20,20 @@ class Site:
     lantern: Lantern
     db_words: tuple[str, ...] = ()
     """`--db PATH_OR_URL` when the view was started with one (a URL without its password)."""
+    scopes: tuple[str, ...] = ()
+    """The `--scope` patterns the view is confined to, as they were given."""
 
     def command(self, words: Sequence[str]) -> str:
         """A shell command line, each word quoted as the shell needs."""
         return shlex.join(["lantern", *self.db_words, *words])
+
+    def fenced(self, values: dict[str, Any]) -> list[str]:
+        """`--scope` options that confine a command as the view is confined, for a command
+        that takes them and whose filters name no scope of their own (the CLI has no fence;
+        a filter within the view's scopes gives the same records without it)."""
+        if not self.scopes or values.get("scope"):
+            return []
+        return [word for pattern in self.scopes for word in ("--scope", pattern)]
 
 
 @dataclass(frozen=True, slots=True)
