@@ -93,6 +93,9 @@ def test_every_request_needs_the_token(tmp_path: Path) -> None:
         assert (
             anonymous.get("/", headers={"cookie": f"{cookie_name('x')}={TOKEN}"}).status_code == 403
         )
+        # A token in the address of a page whose path needs quoting keeps the path.
+        odd = anonymous.get(f"/memory/mem x\u00e9?token={TOKEN}", follow_redirects=False)
+        assert odd.status_code == 303 and odd.headers["location"] == "/memory/mem%20x%C3%A9"
         # The first visit trades the token in the URL for a cookie, and drops it from the URL.
         first = anonymous.get(f"/memory?status=all&token={TOKEN}", follow_redirects=False)
         assert first.status_code == 303
@@ -376,6 +379,9 @@ def test_a_hostile_store_is_shown_as_text(tmp_path: Path) -> None:
             )
         wide = client.get(f"/chunks/{ids['wide_chunk']}")
         assert len(wide.text) > 1_000_000
+        # An address with invisible characters is shown, marked, and not linked.
+        rtl = client.get(f"/sources/{ids['rtl_source']}").text
+        assert 'href="https://example.org' not in rtl and "U+202E" in rtl
         # The zero-width characters of a scope are shown, not hidden.
         zero = client.get(f"/memory/{ids['zero_width']}").text
         assert 'title="U+200B">U+200B</span>' in zero and 'title="U+202E">U+202E</span>' in zero

@@ -195,8 +195,11 @@ def build_hostile_store(path: Path | str) -> dict[str, str]:
         )
         chunks = lt.evidence.get_source(hostile.source.id).chunks or ()
         wide = next(chunk for chunk in chunks if len(chunk.text) >= 1_000_000)
-        lt.evidence.ingest_text("file:///etc/<script>passwd", "file URI " + RTL, kind="log")
         ids: dict[str, str] = {"source": hostile.source.id, "wide_chunk": wide.id}
+        lt.evidence.ingest_text("file:///etc/<script>passwd", "file URI " + RTL, kind="log")
+        ids["rtl_source"] = lt.evidence.ingest_text(
+            "https://example.org/\u202etxt.exe\u200b", "an address that hides its end " + RTL
+        ).source.id
         for number, attack in enumerate(ATTACKS):
             record = lt.memory.add(
                 kind="observation",

@@ -24,7 +24,7 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 from http.cookies import CookieError, SimpleCookie
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -83,7 +83,8 @@ class Gate:
                 await _answer(send, 403, FORBIDDEN_TEXT)
                 return
             kept = urlencode([(name, value) for name, value in query if name != "token"])
-            location = scope.get("root_path", "") + scope["path"] + (f"?{kept}" if kept else "")
+            path = quote(scope.get("root_path", "") + scope["path"])
+            location = path + (f"?{kept}" if kept else "")
             cookie = f"{self._cookie}={given[-1]}; HttpOnly; SameSite=Strict; Path=/"
             moved = [(b"location", location.encode("latin-1"))]
             await _answer(send, 303, "", extra=moved, cookie=cookie)

@@ -9,6 +9,7 @@ long texts are cut for listings; and search snippets have their match marks turn
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -94,8 +95,6 @@ def marked_segments(snippet: str, start: str = "«", end: str = "»") -> list[Se
 
 def json_value(value: Any) -> str:
     """A JSON value as compact text, for a table cell."""
-    import json
-
     return json.dumps(value, ensure_ascii=False, sort_keys=False, default=str)
 
 
