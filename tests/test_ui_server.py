@@ -476,3 +476,35 @@ def _commands(page: str) -> list[tuple[str, str]]:
         flags=re.S,
     )
     return [(html.unescape(line), html.unescape(link)) for line, link in found]
+
+
+def test_the_real_command_serves_a_confined_view(tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    from tests.ui_helpers import serve
+
+    db = tmp_path / "s.db"
+    ids = build_demo_store(db)
+    with serve(db, "--scope", "project:*") as view:
+        assert view.url.startswith("http://127.0.0.1:") and len(view.token) >= 40
+
+        def fetch(path: str, token: str | None) -> tuple[int, str]:
+            headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+            request = urllib.request.Request(view.base + path, headers=headers)
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return response.status, response.read().decode()
+            except urllib.error.HTTPError as refused:
+                return refused.code, refused.read().decode()
+
+        status, body = fetch("/memory?status=all&format=json", view.token)
+        assert status == 200
+        assert {r["scope"] for r in json.loads(body)["records"]} == {
+            "project:lantern",
+            "project:lantern/docs",
+        }
+        assert fetch(f"/memory/{ids['prefers']}", view.token)[0] == 404
+        assert "--scope 'project:*'" in html.unescape(fetch("/memory", view.token)[1])
+        assert fetch("/memory", None)[0] == 403
+        assert fetch("/memory", "not-the-token")[0] == 403
