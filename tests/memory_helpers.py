@@ -15,7 +15,12 @@ BASE_TIME = 1_800_000_000
 
 
 # The modules of the memory repository that read the clock.
-MEMORY_CLOCKS = ("lantern.memory.writes", "lantern.memory.lifecycle", "lantern.memory.reads")
+MEMORY_CLOCKS = (
+    "lantern.memory.writes",
+    "lantern.memory.lifecycle",
+    "lantern.memory.reads",
+    "lantern.memory.activity",
+)
 
 
 class Clock:

@@ -68,9 +68,11 @@ BELOW_SURFACES = set(ALLOWED) | {"lantern"}
 SURFACES = {
     # The surfaces sit on the facade; they may also name the records, errors and constants below
     # it that they render or validate against. `lantern mcp` starts the server, so the CLI may
-    # import the server package, never the other way round.
-    "lantern.cli": BELOW_SURFACES | {"lantern.mcpserver"},
+    # import the server package, never the other way round; `lantern ui` likewise starts the web
+    # view, which renders the facade's records and never calls the CLI.
+    "lantern.cli": BELOW_SURFACES | {"lantern.mcpserver", "lantern.ui"},
     "lantern.mcpserver": BELOW_SURFACES,
+    "lantern.ui": BELOW_SURFACES,
 }
 
 

@@ -4,6 +4,7 @@ cursor paging under concurrent writes, `explain`, and the index walk behind `mem
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from typing import Any
 
@@ -602,3 +603,17 @@ def test_each_branch_of_a_cursor_page_seeks_the_index(lt: Lantern) -> None:
         for line in searches
     ), plan
     assert "SCAN memory_records" not in plan, plan
+
+
+def test_what_expires_soon_is_found_by_the_expiry_index(lt: Lantern) -> None:
+    if lt.store.dialect != "sqlite":
+        pytest.skip("query plans are checked on SQLite, the embedded default")
+    for n in range(50):
+        lt.memory.add(kind="fact", content=f"x{n}", priority=n)
+    soon = BASE_TIME * 2
+    for expired in (False, True):
+        [plan] = _plans(
+            lt,
+            functools.partial(lt.memory.list, expires_before=soon, include_expired=expired),
+        )
+        assert "USING INDEX ix_memory_records_status_expires_at" in plan, plan

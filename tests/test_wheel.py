@@ -37,6 +37,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # The embedding model's tokenizer travels with its license and notice.
     model_data = "lantern/embeddings/data/all-MiniLM-L6-v2/"
     assert {f"{model_data}{n}" for n in ("tokenizer.json", "LICENSE", "NOTICE")} <= set(names)
+    # The web view's templates and assets are package data: no CDN, nothing fetched.
+    web = {"templates/base.html", "templates/overview.html", "static/lantern.css"}
+    assert {f"lantern/ui/{n}" for n in web} <= set(names)
     metadata = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "[lantern.embedding_providers]" in zipfile.ZipFile(wheel).read(metadata).decode()
     venv = work / "venv"
@@ -103,3 +106,36 @@ def test_installed_lantern_embeds_with_its_packaged_tokenizer(
     assert "site-packages" in module_file and str(REPO_ROOT) not in module_file
     assert model.startswith("all-MiniLM-L6-v2-int8@")
     assert shape == "(1, 384)"
+
+
+def test_installed_lantern_serves_the_web_view_from_the_wheel(
+    installed: Path, tmp_path: Path
+) -> None:
+    import urllib.request
+
+    store = tmp_path / "s.db"
+    added = _run(installed / "lantern", "--db", store, "memory", "add", "--kind", "fact", "x",
+                 cwd=tmp_path)  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    process = subprocess.Popen(
+        [str(installed / "lantern"), "--db", str(store), "ui", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        base, _, token = url.partition("/?token=")
+        assert base.startswith("http://127.0.0.1:"), url
+        for path, kind in (("/", "text/html"), ("/static/lantern.css", "text/css")):
+            request = urllib.request.Request(
+                base + path, headers={"Authorization": f"Bearer {token}"}
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                assert response.status == 200
+                assert response.headers["content-type"].startswith(kind)
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)

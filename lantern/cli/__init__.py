@@ -36,6 +36,7 @@ COMMANDS = {
     "memory": ("lantern.cli.memory", "memory"),
     "search": ("lantern.cli.evidence", "search"),
     "source": ("lantern.cli.evidence", "source"),
+    "ui": ("lantern.cli.ui_command", "ui"),
 }
 
 

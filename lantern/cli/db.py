@@ -87,6 +87,7 @@ def settings_command(
     vector before it is stored (a failure stores nothing) and each ingested source's chunk
     vectors once they are stored; off (the default), writes load no model and pay nothing.
 
+    \b
         lantern db settings --default-model hashing --embed-on-write
     """
     lantern = open_lantern(ctx)

@@ -31,8 +31,10 @@ def embed(
     one: interrupt it at will, and run it again to resume. A progress bar shows on a terminal.
     To embed at write time from now on: lantern db settings --embed-on-write. Examples:
 
+    \b
         lantern embed
 
+    \b
         lantern embed --memory --model hashing --json
     """
     both = memory_only == sources_only

@@ -41,6 +41,7 @@ def list_command(
     """List entities with how many chunks mention them and how many memory records are about
     them.
 
+    \b
         lantern entity list --kind mention --order count --limit 20
     """
     found = open_lantern(ctx).entities.list(kind=kinds, order=order, limit=limit, offset=offset)
@@ -68,6 +69,7 @@ def show_command(
     """Show an entity: the chunks that mention it and the memory records about it (every
     status), a page of each.
 
+    \b
         lantern entity show 'person:Ada Lovelace'
     """
     view = open_lantern(ctx).entity_show(entity_ref, limit=limit, after=after)
@@ -147,6 +149,7 @@ def detach_command(
     """Unlink entities from a chunk or a memory record; an entity nothing links any more is
     removed.
 
+    \b
         lantern entity detach project:lantern --memory mem_0123456789abcdef
     """
     kind, target = _target(chunk, memory)
@@ -166,6 +169,7 @@ def extract_command(ctx: click.Context, as_json: bool) -> None:
     store, or rules of a newer Lantern). Incremental: it commits as it goes, and a run that
     is interrupted is taken up where it stopped by the next.
 
+    \b
         lantern entity extract
     """
     with ProgressBar("Extracting") as bar:

@@ -31,7 +31,13 @@ from lantern.cli.parsing import CommandGroup, FreeTextCommand
 from lantern.errors import InvalidInput
 from lantern.memory.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
 from lantern.retrieval.modes import SEARCH_MODES
-from lantern.validation import MAX_CONTENT_CHARS, MEMORY_KINDS, SEARCH_ORDERS, STATUS_FILTERS
+from lantern.validation import (
+    HISTORY_EVENTS,
+    MAX_CONTENT_CHARS,
+    MEMORY_KINDS,
+    SEARCH_ORDERS,
+    STATUS_FILTERS,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,6 +107,11 @@ _filter_options = _options(
     click.option("--updated-since", metavar="TIME", help="Updated at or after TIME."),
     click.option("--updated-before", metavar="TIME", help="Updated before TIME."),
     click.option(
+        "--expires-before",
+        metavar="TIME",
+        help="Only records with an expiry time earlier than TIME (what expires soon).",
+    ),
+    click.option(
         "--cites",
         multiple=True,
         metavar="REF",
@@ -139,6 +150,7 @@ def _filters(params: dict[str, Any]) -> dict[str, Any]:
         "min_confidence": params["min_confidence"],
         "updated_since": params["updated_since"],
         "updated_before": params["updated_before"],
+        "expires_before": params["expires_before"],
         "cites": list(params["cites"]),
         "entity": list(params["entities"]),
         "include_expired": params["include_expired"],
@@ -430,6 +442,7 @@ def similar_command(
     Needs vectors (lantern embed); the record's own vector is used, or its content embedded
     when it has none.
 
+    \b
         lantern memory similar mem_0123456789abcdef --limit 5
     """
     matches = open_lantern(ctx).memory.similar(record_id, limit=limit, model=model)
@@ -494,6 +507,110 @@ def history_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
         note(f"no history recorded for {record_id} (it was stored before history existed)")
     for entry in entries:
         click.echo(f"{when(entry.at)}  {entry.event:<10}  {_changes_text(entry)}")
+
+
+@memory.command("changes")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    help="Only changes to records of this scope, or of scopes starting with a prefix ending "
+    "in *. Repeatable.",
+)
+@click.option(
+    "--event",
+    "events",
+    multiple=True,
+    help=f"Only these events: {', '.join(HISTORY_EVENTS)}. Repeatable.",
+)
+@click.option("--since", metavar="TIME", help="Changes at or after TIME.")
+@click.option("--before", metavar="TIME", help="Changes before TIME.")
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many.")
+@click.option("--after", metavar="CURSOR", help="Continue after a page (its next_cursor).")
+@click.option(
+    "--with-cursor",
+    is_flag=True,
+    help='With --json, print {"entries": [...], "next_cursor": ...} instead of the array; '
+    "without, print the next cursor on stderr.",
+)
+@json_option
+@click.pass_context
+def changes_command(
+    ctx: click.Context,
+    scopes: tuple[str, ...],
+    events: tuple[str, ...],
+    since: str | None,
+    before: str | None,
+    limit: int,
+    after: str | None,
+    with_cursor: bool,
+    as_json: bool,
+) -> None:
+    """Show the latest changes to every record, newest first: what `memory history` shows of
+    one record, across the store.
+
+    \b
+        lantern memory changes --since 2026-12-01 --event superseded
+    """
+    entries = open_lantern(ctx).memory.changes(
+        scope=scopes, event=events, since=since, before=before, limit=limit, after=after
+    )
+    if as_json:
+        rendered = [entry.to_json() for entry in entries]
+        if with_cursor:
+            emit_json({"entries": rendered, "next_cursor": entries.next_cursor})
+        else:
+            emit_json(rendered)
+        return
+    for entry in entries:
+        click.echo(
+            f"{when(entry.at)}  {entry.record_id}  {entry.event:<10}  {_changes_text(entry)}"
+        )
+    _cursor_note(entries, with_cursor, as_json=False)
+
+
+@memory.command("stats")
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    help="Count only records of this scope, or of scopes starting with a prefix ending in *. "
+    "Repeatable.",
+)
+@click.option(
+    "--top", type=int, default=10, show_default=True, help="List this many largest scopes."
+)
+@click.option(
+    "--days",
+    type=int,
+    default=30,
+    show_default=True,
+    help="Count the changes of each of this many last days (UTC), today included.",
+)
+@json_option
+@click.pass_context
+def stats_command(
+    ctx: click.Context, scopes: tuple[str, ...], top: int, days: int, as_json: bool
+) -> None:
+    """Count the records by kind, status and scope, and the changes of each recent day.
+
+    lantern memory stats --top 20 --json
+    """
+    stats = open_lantern(ctx).memory.stats(scope=scopes, top=top, days=days)
+    if as_json:
+        emit_json(stats.to_json())
+        return
+    click.echo(f"records: {stats.total} in {stats.scope_count} scopes")
+    click.echo("by status: " + _counts_text(stats.by_status))
+    click.echo("by kind: " + _counts_text(stats.by_kind))
+    click.echo(f"expired but active: {stats.expired_active}")
+    for scope, count in stats.top_scopes:
+        click.echo(f"  {count:>8}  {scope}")
+    for day in stats.changes_per_day:
+        total = sum(day.counts.values())
+        if total:
+            changed = _counts_text({k: v for k, v in day.counts.items() if v})
+            click.echo(f"{day.to_json()['day']}  {total:>6} changes: {changed}")
 
 
 @memory.command("archive")
@@ -726,6 +843,10 @@ def _changes_text(entry: HistoryEntry) -> str:
     if successor:
         parts.append(f"by {successor}")
     return "; ".join(parts)
+
+
+def _counts_text(counts: Any) -> str:
+    return ", ".join(f"{name} {count}" for name, count in counts.items())
 
 
 def _names(*mappings: Any) -> Sequence[str]:

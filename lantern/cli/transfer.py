@@ -114,6 +114,7 @@ def import_(
     \b
         lantern import lantern-memories.jsonl
 
+    \b
         lantern import --from mcp-memory ~/.mcp/memory.jsonl --scope user:ada --dry-run
     """
     if from_format == "lantern" and (scope is not None or dry_run):

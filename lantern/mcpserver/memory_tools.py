@@ -167,6 +167,9 @@ _FILTERS: dict[str, Schema] = {
     "min_confidence": described(CONFIDENCE, "Confidence at least this."),
     "updated_since": described(TIME, f"Updated at or after this time: {TIME_HELP}."),
     "updated_before": described(TIME, f"Updated before this time: {TIME_HELP}."),
+    "expires_before": described(
+        TIME, f"Only records with an expiry time earlier than this: {TIME_HELP}."
+    ),
     "cites": listed(
         {**REF, "description": "TYPE:ID, e.g. chunk:chk_..."},
         "Only records citing any of these references.",

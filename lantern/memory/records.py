@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -237,3 +238,49 @@ class DanglingRef:
     def to_json(self) -> JSONObject:
         """`{"record_id", "type", "id"}`, as `memory check-refs --json` prints it."""
         return {"record_id": self.record_id, "type": self.type, "id": self.id}
+
+
+@dataclass(frozen=True, slots=True)
+class DayCount:
+    """The history entries of one UTC day, by event (`memory stats`, `changes_per_day`)."""
+
+    start: int
+    """The day's first second, unix time."""
+    counts: Mapping[str, int]
+    """Entries per event, every event of `lantern.validation.HISTORY_EVENTS` present."""
+
+    def to_json(self) -> JSONObject:
+        """`{"day", "start", "counts"}`: the day as `YYYY-MM-DD`, its first second, the counts."""
+        day = datetime.fromtimestamp(self.start, UTC).strftime("%Y-%m-%d")
+        return {"day": day, "start": self.start, "counts": dict(self.counts)}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStats:
+    """What the records a caller may see amount to (`lantern memory stats`).
+
+    Counts over every record within the scopes, expired ones included; `top_scopes` holds the
+    scopes with the most records (most first, then by scope), `scope_count` how many scopes
+    there are in all, `expired_active` the active records whose expiry time has passed, and
+    `changes_per_day` the history entries of each of the last days, oldest first.
+    """
+
+    total: int
+    by_kind: Mapping[str, int]
+    by_status: Mapping[str, int]
+    top_scopes: tuple[tuple[str, int], ...]
+    scope_count: int
+    expired_active: int
+    changes_per_day: tuple[DayCount, ...]
+
+    def to_json(self) -> JSONObject:
+        """The counts as `memory stats --json` prints them (docs/json.md, "Memory stats")."""
+        return {
+            "total": self.total,
+            "by_kind": dict(self.by_kind),
+            "by_status": dict(self.by_status),
+            "top_scopes": [{"scope": scope, "count": count} for scope, count in self.top_scopes],
+            "scope_count": self.scope_count,
+            "expired_active": self.expired_active,
+            "changes_per_day": [day.to_json() for day in self.changes_per_day],
+        }

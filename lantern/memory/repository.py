@@ -1,8 +1,8 @@
 """The memory repository: every rule about memory records, once, for the CLI, API and MCP.
 
 Its parts live beside it by what they do: `writes` (add, update, supersede), `lifecycle`
-(archive, restore, expire, forget), `entities` (attach, detach) and `reads` (get, chain,
-history, entities, list, search). Each public
+(archive, restore, expire, forget), `entities` (attach, detach), `reads` (get, chain, history,
+entities, list, search) and `activity` (stats, and the changes of every record). Each public
 method is one operation in one transaction, timed once. The statements are SQLAlchemy Core
 against the mapped tables: the ORM's per-object bookkeeping costs more than the database work
 on these small, hot operations, and callers get frozen records either way.
@@ -14,6 +14,7 @@ disagree with the record.
 
 from __future__ import annotations
 
+from lantern.memory.activity import MemoryActivity
 from lantern.memory.entities import MemoryEntities
 from lantern.memory.lifecycle import MemoryLifecycle
 from lantern.memory.reads import MemoryReads
@@ -22,5 +23,5 @@ from lantern.memory.writes import MemoryWrites
 __all__ = ["MemoryRepository"]
 
 
-class MemoryRepository(MemoryWrites, MemoryEntities, MemoryLifecycle, MemoryReads):
-    """Adds, revises, retires, forgets, finds and explains memory records in one store."""
+class MemoryRepository(MemoryWrites, MemoryEntities, MemoryLifecycle, MemoryReads, MemoryActivity):
+    """Adds, revises, retires, forgets, finds, explains and sums up memory records in one store."""

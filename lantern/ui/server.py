@@ -1,0 +1,76 @@
+"""Serving the view: the store opened read-only, a fresh token, and uvicorn on one socket.
+
+The socket is bound here, before uvicorn starts, so that the URL printed (with the port the
+system chose for `--port 0`) is one that already answers.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import sys
+import webbrowser
+from collections.abc import Sequence
+
+import uvicorn
+
+from lantern.api import Lantern
+from lantern.errors import InvalidInput
+from lantern.memory.scopes import ScopePolicy
+from lantern.ui.app import build_app
+from lantern.ui.security import LOOPBACK_HOSTS
+from lantern.ui.views import Site
+
+
+def serve(
+    db: str | None,
+    *,
+    host: str,
+    port: int,
+    scopes: ScopePolicy,
+    patterns: Sequence[str] = (),
+    db_words: Sequence[str] = (),
+    open_browser: bool = False,
+) -> int:
+    """Serve the view until interrupted; the URL with its token goes to stdout."""
+    lantern = Lantern.open(db, create=False, read_only=True, scopes=scopes)
+    try:
+        listening = _bind(host, port)
+        token = secrets.token_urlsafe(32)
+        site = Site(lantern, tuple(db_words), tuple(patterns))
+        app = build_app(site, token=token, hosts=(host,))
+        bound_port = listening.getsockname()[1]
+        shown_host = f"[{host}]" if ":" in host else host
+        url = f"http://{shown_host}:{bound_port}/?token={token}"
+        where = lantern.location.display_url
+        print(f"lantern: a read-only view of {where}; open it at this address:", file=sys.stderr)
+        if host.strip("[]").lower() not in LOOPBACK_HOSTS:
+            print(
+                f"lantern: {host} is not a loopback address: whoever reaches it with the token "
+                "can read the store",
+                file=sys.stderr,
+            )
+        print(url, flush=True)
+        print("lantern: press Ctrl-C to stop", file=sys.stderr, flush=True)
+        if open_browser:
+            webbrowser.open(url)
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", server_header=False
+        )
+        uvicorn.Server(config).run(sockets=[listening])
+    finally:
+        lantern.close()
+    return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host.strip("[]"), port))
+    except OSError as exc:
+        listening.close()
+        raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    listening.listen(128)
+    return listening
