@@ -456,3 +456,35 @@ def test_the_cache_reloads_only_when_vectors_change(lt: Lantern, embedded: dict[
     assert len(chunks) == 0
     provider = resolve_provider("hashing")
     assert provider.model == HASHING
+
+
+def test_a_legacy_stores_vectors_are_used_as_they_are(tmp_path: Any) -> None:
+    """A generation-2 store's chunk vectors survive the upgrade byte for byte, are counted, and
+    load as the vectors of their model (scaled to unit length for the cosine)."""
+    import sqlite3
+
+    from tests.legacy_stores import EMBEDDING_DIM, build_legacy_store
+
+    path = tmp_path / "legacy.db"
+    build_legacy_store(path, 2, awkward=False)
+    with sqlite3.connect(path) as conn:
+        before = conn.execute("SELECT chunk_id, model, dim, vector FROM embeddings").fetchall()
+    with Lantern.open(str(path), require_current=False) as lt:
+        lt.upgrade(backup=False)
+    with Lantern.open(str(path)) as lt:
+        with sqlite3.connect(path) as conn:
+            after = conn.execute("SELECT chunk_id, model, dim, vector FROM embeddings").fetchall()
+        assert sorted(after) == sorted(before) and before
+        [model] = {row[1] for row in before}
+        coverage = lt.status().embeddings
+        assert coverage is not None
+        assert [(m.model, m.dim, m.chunks) for m in coverage.models] == [
+            (model, EMBEDDING_DIM, len(before))
+        ]
+        loaded = index.load(lt.store, CHUNKS, model)
+        assert sorted(loaded.ids) == sorted(row[0] for row in before)
+        first = np.frombuffer(before[0][3], dtype="<f4")
+        row = loaded.row_of(before[0][0])
+        assert row is not None
+        assert np.allclose(loaded.matrix[row], first / np.linalg.norm(first), atol=1e-6)
+        assert lt.check().warnings == []
