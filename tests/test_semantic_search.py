@@ -246,8 +246,13 @@ def test_a_forgotten_record_is_found_by_no_mode(lt: Lantern, embedded: dict[str,
     for mode in ("keyword", "any", "semantic", "hybrid"):
         assert gone in _ids(lt.memory.search("allergic nuts", mode=mode))
     cached = index.load(lt.store, MEMORY, HASHING)
+    [(blob,)] = sql(lt, "SELECT vector FROM memory_embeddings WHERE memory_id = :id", id=gone)
     lt.memory.forget(gone)
     assert gone not in [row[0] for row in _vectors(lt)]
+    path = lt.location.path
+    if path is not None:  # SQLite: the vector's bytes left the files too (secure_delete)
+        for part in (path, path.with_name(path.name + "-wal")):
+            assert not part.exists() or bytes(blob) not in part.read_bytes()
     for mode in ("keyword", "any", "semantic", "hybrid", None):
         assert gone not in _ids(lt.memory.search("allergic nuts", mode=mode))
     assert index.load(lt.store, MEMORY, HASHING) is not cached  # reloaded once, then kept
