@@ -94,7 +94,8 @@ def test_modes_through_the_server(server: McpClient, world: World) -> None:
     assert found["records"][0]["mode"] == "hybrid"
     result = server.call("lantern_memory_search", {"query": "Rosa", "mode": "semantic"})
     assert texts(result)[1] == (
-        f"1 matching records have no vector of {HASHING}; semantic search could not compare them"
+        f"1 matching record has no vector of {HASHING}; semantic search could not compare "
+        "them (lantern embed computes them)"
     )
     hits = server.ok("lantern_search", {"query": "exit code 137", "mode": "semantic"})
     assert hits["search"] == {"mode": "semantic", "model": HASHING, "without_vector": 0}

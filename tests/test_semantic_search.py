@@ -246,8 +246,13 @@ def test_a_forgotten_record_is_found_by_no_mode(lt: Lantern, embedded: dict[str,
     for mode in ("keyword", "any", "semantic", "hybrid"):
         assert gone in _ids(lt.memory.search("allergic nuts", mode=mode))
     cached = index.load(lt.store, MEMORY, HASHING)
+    [(blob,)] = sql(lt, "SELECT vector FROM memory_embeddings WHERE memory_id = :id", id=gone)
     lt.memory.forget(gone)
     assert gone not in [row[0] for row in _vectors(lt)]
+    path = lt.location.path
+    if path is not None:  # SQLite: the vector's bytes left the files too (secure_delete)
+        for part in (path, path.with_name(path.name + "-wal")):
+            assert not part.exists() or bytes(blob) not in part.read_bytes()
     for mode in ("keyword", "any", "semantic", "hybrid", None):
         assert gone not in _ids(lt.memory.search("allergic nuts", mode=mode))
     assert index.load(lt.store, MEMORY, HASHING) is not cached  # reloaded once, then kept
@@ -456,3 +461,35 @@ def test_the_cache_reloads_only_when_vectors_change(lt: Lantern, embedded: dict[
     assert len(chunks) == 0
     provider = resolve_provider("hashing")
     assert provider.model == HASHING
+
+
+def test_a_legacy_stores_vectors_are_used_as_they_are(tmp_path: Any) -> None:
+    """A generation-2 store's chunk vectors survive the upgrade byte for byte, are counted, and
+    load as the vectors of their model (scaled to unit length for the cosine)."""
+    import sqlite3
+
+    from tests.legacy_stores import EMBEDDING_DIM, build_legacy_store
+
+    path = tmp_path / "legacy.db"
+    build_legacy_store(path, 2, awkward=False)
+    with sqlite3.connect(path) as conn:
+        before = conn.execute("SELECT chunk_id, model, dim, vector FROM embeddings").fetchall()
+    with Lantern.open(str(path), require_current=False) as lt:
+        lt.upgrade(backup=False)
+    with Lantern.open(str(path)) as lt:
+        with sqlite3.connect(path) as conn:
+            after = conn.execute("SELECT chunk_id, model, dim, vector FROM embeddings").fetchall()
+        assert sorted(after) == sorted(before) and before
+        [model] = {row[1] for row in before}
+        coverage = lt.status().embeddings
+        assert coverage is not None
+        assert [(m.model, m.dim, m.chunks) for m in coverage.models] == [
+            (model, EMBEDDING_DIM, len(before))
+        ]
+        loaded = index.load(lt.store, CHUNKS, model)
+        assert sorted(loaded.ids) == sorted(row[0] for row in before)
+        first = np.frombuffer(before[0][3], dtype="<f4")
+        row = loaded.row_of(before[0][0])
+        assert row is not None
+        assert np.allclose(loaded.matrix[row], first / np.linalg.norm(first), atol=1e-6)
+        assert lt.check().warnings == []

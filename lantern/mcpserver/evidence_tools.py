@@ -29,6 +29,7 @@ from lantern.mcpserver.spec import (
     described,
     limit,
     listed,
+    without_vector_note,
 )
 
 if TYPE_CHECKING:
@@ -57,10 +58,7 @@ def _search(lt: Lantern, args: Args) -> ToolOutput:
     if summary is not None:
         data["search"] = summary.to_json()
         if summary.without_vector and summary.model is not None:
-            notes = (
-                f"{summary.without_vector} matching chunks have no vector of {summary.model}; "
-                "semantic search could not compare them",
-            )
+            notes = (without_vector_note(summary, "chunks"),)
     return ToolOutput(data, notes)
 
 

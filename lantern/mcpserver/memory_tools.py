@@ -36,6 +36,7 @@ from lantern.mcpserver.spec import (
     described,
     limit,
     listed,
+    without_vector_note,
 )
 from lantern.memory.records import MemoryRecord, Page, order_keys
 from lantern.validation import SEARCH_ORDERS
@@ -138,10 +139,7 @@ def _searched(page: Page, rendered: list[dict[str, Any]]) -> ToolOutput:
     if summary is not None:
         data["search"] = summary.to_json()
         if summary.without_vector and summary.model is not None:
-            notes = (
-                f"{summary.without_vector} matching records have no vector of "
-                f"{summary.model}; semantic search could not compare them",
-            )
+            notes = (without_vector_note(summary, "records"),)
     return ToolOutput(data, notes)
 
 

@@ -92,6 +92,16 @@ def words(spec: ToolSpec) -> Spelling:
     return spell
 
 
+def without_vector_note(summary: Any, items: str) -> str:
+    """The note beside a search by meaning that could not compare some matching items."""
+    count = summary.without_vector
+    named, verb = (items, "have") if count != 1 else (items[:-1], "has")
+    return (
+        f"{count} matching {named} {verb} no vector of {summary.model}; semantic search "
+        "could not compare them (lantern embed computes them)"
+    )
+
+
 def arguments(properties: Mapping[str, Schema], *required: str) -> Schema:
     """A tool's input schema: an object of exactly these properties."""
     schema: Schema = {"type": "object", "properties": dict(properties)}

@@ -3,8 +3,10 @@
 `repository.MemoryRepository` holds every rule about records, composed of `writes`,
 `lifecycle` and `reads`; `changes` keeps each record's history, search row (`fts`) and
 reference rows (`refs`) in step with it; `filters` and `cursor` define listings and paging;
-`scopes` confines a repository to some scopes; `records` holds the frozen results.
+`semantic` searches by meaning (`semantic`, `hybrid`, similar records) and `vectors` keeps the
+records' vectors; `scopes` confines a repository to some scopes; `records` holds the frozen
+results.
 
-Imports: `lantern.store`, `lantern.retrieval`, `lantern.errors`, `lantern.validation`. Never the
-evidence package, the facade or a surface.
+Imports: `lantern.store`, `lantern.retrieval`, `lantern.semantic`, `lantern.embeddings`,
+`lantern.errors`, `lantern.validation`. Never the evidence package, the facade or a surface.
 """

@@ -3,7 +3,8 @@
 `location` finds a store, `engine` opens it (pragmas, transactions, error translation),
 `models` and `types` describe the schema that the Alembic revisions create, `migrations`
 recognises and upgrades stores, `dialect` and `prepared` hold what differs between SQLite and
-PostgreSQL and the compiled hot statements, `ids` the id formats.
+PostgreSQL and the compiled hot statements, `ids` the id formats, `settings` the store's
+settings and the tokens of its vectors.
 
 Imports: `lantern.errors` and `lantern.validation` only; nothing here knows memory or evidence
 rules.
