@@ -48,9 +48,7 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
     )
-    op.create_index(
-        "ix_memory_entities_entity_id", "memory_entities", ["entity_id", "record_id"]
-    )
+    op.create_index("ix_memory_entities_entity_id", "memory_entities", ["entity_id", "record_id"])
     op.create_table(
         "entity_scans",
         sa.Column("chunk_id", sa.Text(), nullable=False),
