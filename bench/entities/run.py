@@ -75,7 +75,38 @@ def corpus() -> list[tuple[str, str, str]]:
     return texts
 
 
-def main() -> None:  # noqa: PLR0915 (one report, read top to bottom)
+def precision_table(found: dict[str, dict[str, str]], counts: dict[str, int]) -> list[str]:
+    """Print precision per kind from the labels; return the samples that have no label yet."""
+    labels: dict[str, dict[str, object]] = (
+        json.loads(LABELS.read_text("utf-8")) if LABELS.exists() else {}
+    )
+    rng = random.Random(SEED)
+    print("| kind | mentions | distinct | sampled | labelled | correct | precision |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    missing: list[str] = []
+    total_labelled = total_correct = 0
+    for kind in EXTRACTED_KINDS:
+        names = sorted(found[kind])
+        sample = rng.sample(names, min(SAMPLE, len(names)))
+        labelled = [labels[f"{kind}:{n}"] for n in sample if f"{kind}:{n}" in labels]
+        correct = sum(1 for label in labelled if label["correct"])
+        missing += [f"{kind}:{n}\t{found[kind][n]}" for n in sample if f"{kind}:{n}" not in labels]
+        total_labelled += len(labelled)
+        total_correct += correct
+        precision = f"{correct / len(labelled):.0%}" if labelled else "-"
+        print(
+            f"| {kind} | {counts[kind]} | {len(names)} | {len(sample)} | {len(labelled)} | "
+            f"{correct} | {precision} |"
+        )
+    overall = f"{total_correct / total_labelled:.0%}" if total_labelled else "-"
+    print(
+        f"| all | {sum(counts.values())} | {sum(len(v) for v in found.values())} | | "
+        f"{total_labelled} | {total_correct} | {overall} |\n"
+    )
+    return missing
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--unlabelled", action="store_true", help="print samples without a label")
     parser.add_argument(
@@ -118,35 +149,10 @@ def main() -> None:  # noqa: PLR0915 (one report, read top to bottom)
             pass
     floor = time.perf_counter() - started
 
-    labels: dict[str, dict[str, object]] = (
-        json.loads(LABELS.read_text("utf-8")) if LABELS.exists() else {}
-    )
-    rng = random.Random(SEED)
     print(
         f"corpus: {len(texts)} texts, {len(chunks)} chunks, {characters / 1e6:.1f} M characters\n"
     )
-    print("| kind | mentions | distinct | sampled | labelled | correct | precision |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    missing: list[str] = []
-    total_labelled = total_correct = 0
-    for kind in EXTRACTED_KINDS:
-        names = sorted(found[kind])
-        sample = rng.sample(names, min(SAMPLE, len(names)))
-        labelled = [labels[f"{kind}:{n}"] for n in sample if f"{kind}:{n}" in labels]
-        correct = sum(1 for label in labelled if label["correct"])
-        missing += [f"{kind}:{n}\t{found[kind][n]}" for n in sample if f"{kind}:{n}" not in labels]
-        total_labelled += len(labelled)
-        total_correct += correct
-        precision = f"{correct / len(labelled):.0%}" if labelled else "-"
-        print(
-            f"| {kind} | {counts[kind]} | {len(names)} | {len(sample)} | {len(labelled)} | "
-            f"{correct} | {precision} |"
-        )
-    overall = f"{total_correct / total_labelled:.0%}" if total_labelled else "-"
-    print(
-        f"| all | {sum(counts.values())} | {sum(len(v) for v in found.values())} | | "
-        f"{total_labelled} | {total_correct} | {overall} |\n"
-    )
+    missing = precision_table(found, counts)
     mb = characters / 1e6
     print("| step | seconds | M characters/s |")
     print("| --- | ---: | ---: |")
