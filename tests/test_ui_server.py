@@ -277,6 +277,7 @@ def test_a_scope_restricted_view_shows_nothing_outside(tmp_path: Path) -> None:
         assert client.get("/memory/search?q=staging+server&status=all&format=json").json() == {
             "records": [],
             "next_cursor": None,
+            "search": {"mode": "any", "model": None, "without_vector": 0},
         }
         health = client.get("/health")
         assert health.status_code == 403 and "restricted to the scopes user:*" in health.text
@@ -396,9 +397,9 @@ def test_a_hostile_store_is_shown_as_text(tmp_path: Path) -> None:
 def test_the_filters_are_those_of_memory_list() -> None:
     """A filter added to `memory list` must be added to the view's form, and no other."""
     listing = command_at(cli, ("memory", "list"))
-    paging = {"offset", "after", "with_cursor", "explain", "limit", "as_json"}
+    paging = {"offset", "after", "with_cursor", "explain", "limit", "as_json", "db"}
     options = {p.name for p in listing.params if isinstance(p, click.Option)} - paging
-    renamed = {"scopes": "scope", "kinds": "kind"}
+    renamed = {"scopes": "scope", "kinds": "kind", "entities": "entity"}
     assert {renamed.get(name, name) for name in options} == {f.name for f in MEMORY_FILTERS}
     flags = {f.option for f in MEMORY_FILTERS}
     assert flags <= {opt for p in listing.params for opt in p.opts}

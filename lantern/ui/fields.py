@@ -64,6 +64,7 @@ MEMORY_FILTERS: tuple[Field, ...] = (
     Field("updated_before", "--updated-before", "time", "Updated before", hint=TIME_HINT),
     Field("expires_before", "--expires-before", "time", "Expires before", hint=TIME_HINT),
     Field("cites", "--cites", "texts", "Cites", hint="TYPE:ID, e.g. chunk:chk_..."),
+    Field("entity", "--entity", "texts", "Entity", hint="KIND:NAME, e.g. person:Ada Lovelace"),
     Field("include_expired", "--include-expired", "flag", "Include expired"),
 )
 """The filters `memory list` and `memory search` share, in the CLI's order."""
@@ -90,6 +91,7 @@ EVIDENCE_SEARCH: tuple[Field, ...] = (
     Field("source", "--source", "texts", "Source", hint="a source id, or a URI prefix"),
     Field("since", "--since", "time", "Ingested since", hint=TIME_HINT),
     Field("until", "--until", "time", "Ingested before", hint=TIME_HINT),
+    Field("entity", "--entity", "texts", "Entity", hint="KIND:NAME, e.g. url:https://example.org"),
     Field("mode", "--mode", "choice", "Mode", choices=SEARCH_MODES, default=DEFAULT_MODE.value),
     Field("raw", "--raw", "flag", "Raw engine syntax"),
 )

@@ -101,7 +101,10 @@ def memory_search(site: Site, params: Params) -> View:
     context["next_href"] = _next(matches.next_cursor, "/memory/search", pairs)
     words = ["memory", "search", *site.fenced(filters), *fields.cli_words(choices, MEMORY_SEARCH)]
     words += [*fields.cli_words(filters, MEMORY_FILTERS), *_paging_words(paging, SEARCH_LIMIT)]
-    view.twins[""] = lambda: {"records": rendered, "next_cursor": matches.next_cursor}
+    twin: dict[str, Any] = {"records": rendered, "next_cursor": matches.next_cursor}
+    if matches.summary is not None:
+        twin["search"] = matches.summary.to_json()
+    view.twins[""] = lambda: twin
     view.commands.append(
         Command(
             "this page",
@@ -117,6 +120,7 @@ def memory_record(site: Site, params: Params, record_id: str) -> View:
     chain = memory.chain(record_id)
     entries = memory.history(record_id)
     record = chain.record
+    entities = [entity.to_json() for entity in memory.entities(record.id)]
     path = id_path("/memory", record.id)
     return View(
         "memory_record.html",
@@ -129,9 +133,10 @@ def memory_record(site: Site, params: Params, record_id: str) -> View:
             "history": [_entry(entry) for entry in entries],
             "cited": _cited(site, record),
             "more_refs": max(0, len(record.source_refs) - MAX_SHOWN_REFS),
+            "entities": entities,
         },
         twins={
-            "": chain.to_json,
+            "": lambda: {**chain.to_json(), "entities": entities},
             "history": lambda: [entry.to_json() for entry in entries],
         },
         commands=[

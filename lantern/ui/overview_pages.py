@@ -51,8 +51,14 @@ def overview(site: Site, params: Params) -> View:
             site.command(_expiring_words(soon, site.fenced({}))),
             twin_href("/", [], "expiring"),
         ),
-        Command("schema", site.command(["db", "status", "--json"]), twin_href("/", [], "status")),
     ]
+    if lt.scopes.restricted:
+        # `db status` reads the whole store (its embedding coverage counts every scope's
+        # records), so a confined view shows no command for it and no twin of it.
+        del twins["status"]
+    else:
+        schema = site.command(["db", "status", "--json"])
+        commands.append(Command("schema", schema, twin_href("/", [], "status")))
     parts = dict(twins)
     twins[""] = lambda: {name: make() for name, make in parts.items()}
     return View(
