@@ -235,6 +235,11 @@ ONLY_READ = [
     ("db", "check"),
     ("db", "settings"),
     ("db", "backup", "{tmp}/copy.db"),
+    ("memory", "stats"),
+    ("memory", "changes"),
+    ("entity", "list"),
+    ("entity", "show", "url:https://example.org"),
+    ("ui",),
 ]
 CHANGE_WHAT_IS_STORED = [
     ("memory", "update", ID, "--priority", "1"),
@@ -247,6 +252,9 @@ CHANGE_WHAT_IS_STORED = [
     ("db", "rebuild-index"),
     ("db", "settings", "--default-model", "hashing"),
     ("embed", "--model", "hashing"),
+    ("entity", "attach", "url:https://example.org", "--memory", ID),
+    ("entity", "detach", "url:https://example.org", "--memory", ID),
+    ("entity", "extract"),
 ]
 ADD = [
     ("memory", "add", "--kind", "fact", "x"),
@@ -258,7 +266,7 @@ ADD = [
 
 def test_every_command_is_classified() -> None:
     classified = {
-        args[:2] if args[0] in ("memory", "db", "source", "chunk") else args[:1]
+        args[:2] if args[0] in ("memory", "db", "source", "chunk", "entity") else args[:1]
         for args in ONLY_READ + CHANGE_WHAT_IS_STORED + ADD
     }
     assert {path for path in command_paths(cli) if path[0] != "mcp"} == classified
@@ -280,7 +288,7 @@ def test_commands_that_add_nothing_never_create_a_store(
     postgres = "://" in store_url
     stores = [(str(missing), "nothing is there"), (str(empty), "it is empty")]
     stores.append((store_url, "it is empty" if postgres else "nothing is there"))
-    as_json = [] if args == ("export",) else ["--json"]
+    as_json = [] if args in (("export",), ("ui",)) else ["--json"]
     for store, why in stores:
         result = _run(store, *argv, *as_json)
         assert result.exit_code == NoStore.exit_code, (store, result.output)
