@@ -61,10 +61,10 @@ def test_update_supersede_restore_history_show(run_cli: CliRun) -> None:
     new_id = run_cli("memory", "supersede", record["id"], "--content", "The build uses just.")
     assert new_id.exit_code == 0, new_id.output
     new = _json(run_cli("memory", "show", new_id.stdout.strip(), "--json"))
-    assert list(new) == RECORD_KEYS
+    assert list(new) == [*RECORD_KEYS, "entities"]
     assert (new["supersedes_id"], new["priority"], new["scope"]) == (record["id"], 80, "p")
     chain = _json(run_cli("memory", "show", record["id"], "--chain", "--json"))
-    assert list(chain) == [*RECORD_KEYS, "replaces", "replaced_by"]
+    assert list(chain) == [*RECORD_KEYS, "replaces", "replaced_by", "entities"]
     assert (chain["status"], chain["replaces"], chain["replaced_by"]) == (
         "superseded",
         [],
