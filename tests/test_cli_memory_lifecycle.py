@@ -286,7 +286,7 @@ BAD_COMMANDS = [
     (["list", "--min-confidence", "2"], 1, "--min-confidence must be a number"),
     (["list", "--updated-since", "tomorrow"], 1, "--updated-since must be unix seconds"),
     (["list", "--cites", "nocolon"], 1, "must be TYPE:ID"),
-    (["list", "--after", "c1_WzFd", "--offset", "2"], 1, "either --offset or --after, not both"),
+    (["list", "--after", "c1_WzFd", "--offset", "2"], 1, "an --offset or a cursor (--after)"),
     (["list", "--scope", " *"], 1, "surrounding whitespace"),
     (["cites", "session"], 1, "must be TYPE:ID"),
     (["cites", '{"type": "chunk"}'], 1, "needs an id"),

@@ -178,7 +178,7 @@ def test_a_usage_error_in_a_real_process_is_one_line() -> None:
         (["memory", "list", "--min-priority", "500"], "--min-priority must be an integer"),
         (["memory", "list", "--min-confidence", "2"], "--min-confidence must be a number"),
         (["memory", "list", "--updated-since", "soon"], "--updated-since must be unix seconds"),
-        (["memory", "list", "--offset", "1", "--after", "c1_x"], "give either --offset or --after"),
+        (["memory", "list", "--offset", "1", "--after", "c1_x"], "--offset or a cursor (--after)"),
         (["memory", "add", "--kind", "fact", "--expires-at", "x", "y"], "--expires-at must be"),
         (["memory", "add", "--kind", "fact", " "], "CONTENT must not be empty"),
         (
@@ -255,7 +255,7 @@ def test_mcp_messages_and_descriptions_name_no_cli_option(tmp_path: Path) -> Non
     assert 'search again with "raw": false to search for the words' in messages["raw"]
     assert "or use the tool lantern_memory_update for the other fields" in messages["update"]
     assert "give either expires_at or no_expiry, not both" in messages["expiry"]
-    assert "give either offset or after, not both" in messages["cursor"]
+    assert "give either an offset or a cursor (after), not both" in messages["cursor"]
     for message in messages.values():
         assert not cli_words.search(message), message
 

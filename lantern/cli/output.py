@@ -176,7 +176,6 @@ _PLURALS = {
     "memory": "memories",
     "entity": "entities",
     "history entry": "history entries",
-    "memory record": "memory records",
 }
 
 

@@ -428,4 +428,6 @@ class MemoryReads(RepositoryCore):
 
 
 def _offset_and_cursor() -> InvalidInput:
-    return InvalidInput("give either ", Param("offset"), " or ", Param("after"), ", not both")
+    return InvalidInput(
+        "give either an ", Param("offset"), " or a cursor (", Param("after"), "), not both"
+    )
