@@ -229,7 +229,7 @@ _A_CURSOR = "c1_WyJhY3RpdmUiLDUwLDAsMTgwMDAwMDAwMCwibWVtXzAwMDAwMDAwMDAwMDAwMDAi
         ({"after": "c2_garbage!"}, "not a cursor"),
         ({"after": "nonsense"}, "not a cursor"),
         ({"after": "c2_WzEsMiwzXQ"}, "not a cursor"),  # [1,2,3]
-        ({"after": _A_CURSOR, "offset": 3}, "give either offset or after, not both"),
+        ({"after": _A_CURSOR, "offset": 3}, "either an offset or a cursor"),
     ],
 )
 def test_bad_filters_are_refused(lt: Lantern, kwargs: dict[str, Any], message: str) -> None:

@@ -42,7 +42,7 @@ def memory_list(site: Site, params: Params) -> View:
             "values": filters,
             "limit": paging["limit"],
             "explain": explain,
-            "rows": [_row(record) for record in page],
+            "rows": [record_row(record) for record in page],
             "first_href": None if _at_start(paging) else href("/memory", pairs),
             "next_href": _next(page.next_cursor, "/memory", pairs),
         },
@@ -89,7 +89,7 @@ def memory_search(site: Site, params: Params) -> View:
     hits = []
     for match, data in zip(matches, rendered, strict=True):
         origin = _after_key(data, "score")
-        row = _row(match.record)
+        row = record_row(match.record)
         hits.append(
             {"row": row, "score": match.score, "origin": origin, "explain": data["explain"]}
         )
@@ -130,7 +130,7 @@ def memory_record(site: Site, params: Params, record_id: str) -> View:
             "fields": _fields(record),
             "replaces": list(reversed(chain.replaces)),
             "replaced_by": list(chain.replaced_by),
-            "history": [_entry(entry) for entry in entries],
+            "history": [history_item(entry) for entry in entries],
             "cited": _cited(site, record),
             "more_refs": max(0, len(record.source_refs) - MAX_SHOWN_REFS),
             "entities": entities,
@@ -178,7 +178,7 @@ def changes(site: Site, params: Params) -> View:
             "filters": CHANGES_FILTERS,
             "values": filters,
             "limit": limit,
-            "history": [_entry(entry) for entry in page],
+            "history": [history_item(entry) for entry in page],
             "first_href": href("/changes", pairs) if after else None,
             "next_href": _next(page.next_cursor, "/changes", pairs),
         },
@@ -257,7 +257,7 @@ class Word:
     """`same`, `del` or `ins`."""
 
 
-def _entry(entry: HistoryEntry) -> dict[str, Any]:
+def history_item(entry: HistoryEntry) -> dict[str, Any]:
     changes = entry.to_json()["changes"]  # plain lists and dicts, as the JSON twin has them
     changed = field_changes(changes)
     return {
@@ -297,7 +297,7 @@ def _content_diff(changed: list[FieldChange]) -> list[Word] | None:
 # --- shared ------------------------------------------------------------------------------------
 
 
-def _row(record: MemoryRecord) -> dict[str, Any]:
+def record_row(record: MemoryRecord) -> dict[str, Any]:
     return {
         "record": record,
         "href": id_path("/memory", record.id),

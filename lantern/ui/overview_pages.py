@@ -10,7 +10,7 @@ from typing import Any
 from lantern.errors import PolicyRefused
 from lantern.memory.records import MemoryStats
 from lantern.ui.fields import Params
-from lantern.ui.memory_pages import _entry, _row
+from lantern.ui.memory_pages import history_item, record_row
 from lantern.ui.views import Command, Site, View, href, twin_href
 
 SOON_DAYS = 7
@@ -68,8 +68,8 @@ def overview(site: Site, params: Params) -> View:
             "stats": stats,
             "scopes_policy": lt.scopes.describe() if lt.scopes.restricted else None,
             "status": status.to_json(),
-            "recent": [_entry(entry) for entry in recent],
-            "expiring": [_row(record) for record in expiring],
+            "recent": [history_item(entry) for entry in recent],
+            "expiring": [record_row(record) for record in expiring],
             "expiring_href": href("/memory", [("expires_before", str(soon))]),
             "expired_href": href(
                 "/memory", [("expires_before", str(int(time.time()) + 1)), ("include_expired", "1")]
@@ -77,15 +77,15 @@ def overview(site: Site, params: Params) -> View:
             "soon_days": SOON_DAYS,
             "chart": chart(stats),
             "scope_links": [
-                (scope, count, href("/memory", [("scope", _exact(scope)), ("status", "all")]))
+                (scope, count, href("/memory", [("scope", _exact(scope)), *_EVERY_RECORD]))
                 for scope, count in stats.top_scopes
             ],
             "kind_links": [
-                (kind, count, href("/memory", [("kind", kind), ("status", "all")]))
+                (kind, count, href("/memory", [("kind", kind), *_EVERY_RECORD]))
                 for kind, count in stats.by_kind.items()
             ],
             "status_links": [
-                (status_name, count, href("/memory", [("status", status_name)]))
+                (status_name, count, href("/memory", [("status", status_name), _EXPIRED_TOO]))
                 for status_name, count in stats.by_status.items()
             ],
         },
@@ -158,6 +158,11 @@ def chart(stats: MemoryStats) -> dict[str, Any]:
 def _expiring_words(soon: int, fence: list[str]) -> list[str]:
     limit = str(EXPIRING_SHOWN)
     return ["memory", "list", *fence, "--expires-before", str(soon), "--limit", limit, "--json"]
+
+
+_EXPIRED_TOO = ("include_expired", "1")
+_EVERY_RECORD = (("status", "all"), _EXPIRED_TOO)
+"""The counts cover every record, expired ones included: so do the lists they link to."""
 
 
 def _exact(scope: str) -> str:
