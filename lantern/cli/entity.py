@@ -18,7 +18,8 @@ def entity() -> None:
     """Entities: URLs, paths, @mentions, issues... found in evidence, and the people, projects
     or places a caller attaches to chunks and memory records. Written KIND:NAME.
 
-    lantern entity list --kind url --order count
+    \b
+        lantern entity list --kind url --order count
     """
 
 
@@ -122,7 +123,8 @@ def attach_command(
 ) -> None:
     """Link entities to a chunk or to a memory record (KIND:NAME, or an entity's id).
 
-    lantern entity attach 'person:Ada Lovelace' project:lantern --memory mem_0123456789abcdef
+    \b
+        lantern entity attach 'person:Ada Lovelace' project:lantern --memory mem_0123456789abcdef
     """
     kind, target = _target(chunk, memory)
     lantern = open_lantern(ctx)
