@@ -410,7 +410,7 @@ def test_export_and_import_commands(run_cli: CliRun, tmp_path: Path) -> None:
     run_cli("memory", "add", "--kind", "goal", "--scope", "b", "second")
     exported = run_cli("export")
     assert exported.exit_code == 0, exported.output
-    assert "exported 2 memory, 2 history" in exported.stderr
+    assert "exported 2 memory records, 2 history entries" in exported.stderr
     target = tmp_path / "copy.db"
     imported = run_cli("import", "-", "--json", input=exported.stdout, db=str(target))
     assert imported.exit_code == 0, imported.output
