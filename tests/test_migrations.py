@@ -232,6 +232,7 @@ def test_commands_refuse_a_legacy_store_until_it_is_upgraded(
         "head": migrations.HEAD,
         "legacy_generation": generation,
         "needs_upgrade": True,
+        "embeddings": None,  # counted only on a current store
     }
     assert file_state(path) == before
 
