@@ -232,7 +232,7 @@ def test_export_leaves_search_texts_out_and_import_derives_them(
     exported = BytesIO()
     lt.export_jsonl(exported)
     lines = [json.loads(line) for line in exported.getvalue().splitlines()]
-    assert {line["type"] for line in lines} == {"lantern_export", "source", "chunk"}
+    assert {line["type"] for line in lines} == {"lantern_export", "source", "chunk", "entity_scan"}
     assert [line["text"] for line in lines if line["type"] == "chunk"] == [ESCAPED]
     with Lantern.open(tmp_path / "imported.db") as other:
         other.import_jsonl(BytesIO(exported.getvalue()))
