@@ -160,7 +160,7 @@ def test_settings_and_status(store: str) -> None:
             "give either a default model or clear it, not both",
         ),
         (("memory", "similar", "mem_00000000000000ff"), "no memory record with id"),
-        (("memory", "similar", "x", "--limit", "0"), "limit must be"),
+        (("memory", "similar", "x", "--limit", "0"), "--limit must be"),
     ],
 )
 def test_bad_input_is_one_line(store: str, args: tuple[str, ...], message: str) -> None:

@@ -52,8 +52,8 @@ def test_print_config_without_an_executable_runs_the_module(store_url: str) -> N
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--scope", ""], "scope must not be empty"),
-        (["--scope", "a\nb"], "scope must not have surrounding whitespace or line breaks"),
+        (["--scope", ""], "--scope must not be empty"),
+        (["--scope", "a\nb"], "--scope must not have surrounding whitespace or line breaks"),
     ],
 )
 def test_bad_options_fail_before_anything_starts(args: list[str], message: str) -> None:
