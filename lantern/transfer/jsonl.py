@@ -6,16 +6,15 @@ again gives the same bytes, on either engine:
 * UTF-8, one JSON object per line, each line ending in `\\n` (text keeps U+2028 and U+2029 as
   they are, so read lines by `\\n` only); compact separators, non-ASCII text unescaped.
 * The first line is `{"type":"lantern_export","format":1}`.
-* Then, when evidence is exported: every `source` (by id), `chunk` (by source id, then
-  ordinal), `entity` (by id), `chunk_entity` (by chunk id, then entity id), `embedding` (by
-  chunk id; the float32 vector as base64) and `entity_scan` (by chunk id: which version of the
-  entity extractor read the chunk). Then, when memories are exported: every `memory` (by id;
-  the fields of `lantern memory show --json`), every `history` entry (by record id, then the
-  order the entries were made; history entries carry no store-local id), and every
-  `memory_entity` link (by record id, then entity id), preceded, when evidence is not
-  exported, by the `entity` lines of the entities they link. Object keys inside
-  `metadata` and `changes` are in canonical order (PostgreSQL JSONB's), so exports of the same
-  data from SQLite and PostgreSQL agree.
+* Then, when evidence is exported: every `source` (by id), `chunk` (by source id, then ordinal),
+  `entity` (by id), `chunk_entity` (by chunk id, then entity id), `embedding` (by chunk id; the
+  float32 vector as base64) and `entity_scan` (in the order of the chunks: which version of the
+  entity extractor read the chunk). Then, when memories are exported: every `memory` (by id; the
+  fields of `lantern memory show --json`), every `history` entry (by record id, then the order the
+  entries were made; history entries carry no store-local id), and every `memory_entity` link (by
+  record id, then entity id), preceded, when evidence is not exported, by the `entity` lines of the
+  entities they link. Object keys inside `metadata` and `changes` are in canonical order (PostgreSQL
+  JSONB's), so exports of the same data from SQLite and PostgreSQL agree.
 
 Import is one transaction (all or nothing) and idempotent by id: a source, chunk, entity,
 embedding or memory record the store already has is left as it is (with, for a source, its
@@ -285,7 +284,9 @@ def _evidence_rows(conn: Connection) -> Iterator[tuple[str, Iterable[JSONObject]
         (
             _plain(row, "chunk_id", "extractor")
             for row in conn.execute(
-                select(entity_scans).order_by(*_by(conn, entity_scans.c.chunk_id))
+                select(entity_scans)
+                .join(chunks, chunks.c.id == entity_scans.c.chunk_id)
+                .order_by(*_by(conn, chunks.c.source_id, chunks.c.ordinal))
             )
         ),
     )

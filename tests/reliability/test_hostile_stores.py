@@ -54,9 +54,17 @@ def _commands(ids: dict[str, str], tmp: Path) -> dict[tuple[str, ...], tuple[str
         ("db", "backup"): (READS, [str(tmp / "copies" / "backup.db")]),
         ("db", "check"): (READS, []),
         ("db", "rebuild-index"): (WRITES, []),
+        ("db", "settings"): (READS, []),
         ("db", "status"): (READS, []),
         # A current store: nothing to upgrade, so nothing is written.
         ("db", "upgrade"): (READS, ["--no-backup"]),
+        ("embed",): (WRITES, []),
+        ("entity", "attach"): (WRITES, ["project:lamp", "--memory", record]),
+        ("entity", "detach"): (WRITES, ["project:lantern", "--memory", record]),
+        # Ingest scanned every chunk: nothing left to read, nothing to write.
+        ("entity", "extract"): (READS, []),
+        ("entity", "list"): (READS, []),
+        ("entity", "show"): (READS, ["project:lantern"]),
         ("export",): (READS, []),
         ("import",): (WRITES, [str(export)]),
         ("ingest",): (WRITES, [str(notes)]),
@@ -73,6 +81,7 @@ def _commands(ids: dict[str, str], tmp: Path) -> dict[tuple[str, ...], tuple[str
         ("memory", "restore"): (READS, [record]),  # an active record: nothing to write
         ("memory", "search"): (READS, ["lantern"]),
         ("memory", "show"): (READS, [record]),
+        ("memory", "similar"): (READS, [record]),
         ("memory", "stats"): (READS, []),
         ("memory", "supersede"): (WRITES, [record, "--content", "replaced"]),
         ("memory", "update"): (WRITES, [record, "--priority", "61"]),
@@ -88,6 +97,7 @@ def _healthy_store(path: Path, tmp: Path) -> dict[str, str]:
         record = lt.memory.add(
             kind="fact", content="lantern keeps this", source_refs=["session:s1"]
         )
+        lt.memory.attach_entities(record.id, ["project:lantern"])
         notes = tmp / "seed.md"
         notes.write_text("# Seed\n\nhostile seed text\n")
         summary = lt.evidence.ingest_path([notes])

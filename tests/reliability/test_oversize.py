@@ -72,10 +72,12 @@ def test_oversize_input_is_refused_or_taken_with_bounded_memory(
     Lantern.open(store).close()
     big = _sparse_text_file(tmp_path / "huge.log", GIB)
 
-    # A 1 GB file named on the command line: skipped unread, and said so.
+    # A 1 GB file named on the command line: skipped unread, and said so with exit code 1.
     code, peak_file, stderr = _measured(store, "ingest", str(big))
-    assert code == 0, stderr
-    assert f"skipped {big}: too large ({GIB} bytes; the limit is {MAX_FILE_BYTES} bytes)" in stderr
+    too_large = f"too large ({GIB} bytes; the limit is {MAX_FILE_BYTES} bytes)"
+    assert code == 1, stderr
+    assert f"skipped {big}: {too_large}" in stderr
+    assert stderr.splitlines()[-1] == f"Error: {big} was not ingested: {too_large}"
     assert peak_file < 150, f"{peak_file} MiB to skip a file it never reads"
 
     # The same gigabyte on standard input: refused after reading at most the limit.
