@@ -56,6 +56,18 @@ def _no_alert(driver: Any) -> bool:
     return False
 
 
+def _follow(driver: Any, element: Any) -> None:
+    """Click a link or a submit button and wait for the next page: a click returns before the
+    browser has left the current one, whose elements would otherwise still be found."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    leaving = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, 10).until(expected_conditions.staleness_of(leaving))
+
+
 def test_a_person_browses_the_demonstration_store(browser: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
@@ -76,21 +88,21 @@ def test_a_person_browses_the_demonstration_store(browser: Any, tmp_path: Path) 
             following = browser.find_elements(By.CSS_SELECTOR, "a[rel=next]")
             if not following:
                 break
-            following[0].click()
+            _follow(browser, following[0])
         with Lantern.open(db, read_only=True, create=False) as lt:
             assert seen == [record.id for record in lt.memory.list(status="all", limit=100)]
         # A filter from the form: one kind ticked.
         browser.get(view.base + "/memory")
         browser.find_element(By.CSS_SELECTOR, "input[name=kind][value=constraint]").click()
-        browser.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
+        _follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
         assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "td.id a")] == [
             ids["deploy"]
         ]
         assert "--kind constraint" in browser.find_element(By.CSS_SELECTOR, "code.cli").text
         # A record, its chain, and the chunk it cites marked inside its source.
-        browser.find_element(By.LINK_TEXT, ids["deploy"]).click()
+        _follow(browser, browser.find_element(By.LINK_TEXT, ids["deploy"]))
         assert browser.find_element(By.TAG_NAME, "h1").text == f"Memory {ids['deploy']}"
-        browser.find_element(By.PARTIAL_LINK_TEXT, "chunk #0").click()
+        _follow(browser, browser.find_element(By.PARTIAL_LINK_TEXT, "chunk #0"))
         marked = browser.find_element(By.CSS_SELECTOR, "mark#chunk").text
         assert marked.startswith("# Release checklist")
         # A search, with its ranks.

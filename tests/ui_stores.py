@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import lantern.memory.activity
+import lantern.memory.entities
 import lantern.memory.lifecycle
 import lantern.memory.reads
 import lantern.memory.writes
@@ -18,6 +19,7 @@ from lantern.api import Lantern
 
 _CLOCKED = (
     lantern.memory.writes,
+    lantern.memory.entities,
     lantern.memory.lifecycle,
     lantern.memory.reads,
     lantern.memory.activity,
@@ -90,6 +92,7 @@ def build_demo_store(path: Path | str, *, spread: bool = False) -> dict[str, str
             content="Raphael prefers separate branches on his repos.",
             priority=90,
             source_refs=[f"chunk:{chat_chunk.id}"],
+            entities=["person:Raphael"],
         )
         calendar.days_ago(14)
         lt.memory.update(prefers.id, priority=95, add_refs=["session:2026-11-30"])
@@ -115,6 +118,7 @@ def build_demo_store(path: Path | str, *, spread: bool = False) -> dict[str, str
             content="The staging server is in Lyon since November.",
             source_refs=[f"chunk:{chat_chunk.id}"],
         )
+        lt.memory.attach_entities(moved.id, ["place:Lyon", "project:lantern"])
         calendar.days_ago(5)
         deploy = lt.memory.add(
             kind="constraint",
