@@ -343,10 +343,11 @@ def render(results: dict[str, Any]) -> str:
         )
     embedding = results.get("embedding")
     if embedding:
+        whole = embedding["records"] >= 100_000
+        estimate = f" (100k: about {embedding['backfill_100k_estimated_min']:.0f} min, estimated)"
         lines.append(
             f"MiniLM: {embedding['records']:,} records in {embedding['records_s']:.0f} s = "
-            f"{embedding['records_per_s']:.0f} records/s (100k: about "
-            f"{embedding['backfill_100k_estimated_min']:.0f} min, estimated); "
+            f"{embedding['records_per_s']:.0f} records/s{'' if whole else estimate}; "
             f"{embedding['chunks_per_s']:.1f} chunks/s of ~1,000 characters; "
             f"load average {embedding['load_average']:.1f}"
         )

@@ -20,7 +20,6 @@ from typing import Any
 
 from sqlalchemy import Select, bindparam, exists, func, select
 
-from lantern.errors import InvalidInput
 from lantern.evidence.records import SearchHit
 from lantern.evidence.search import ELLIPSIS, SNIPPET_TOKENS, SearchFilters, search_chunks
 from lantern.evidence.vectors import SEARCHABLE
@@ -35,7 +34,6 @@ from lantern.store.engine import Store
 from lantern.store.models import chunk_search_text, chunks, embeddings, sources
 from lantern.store.prepared import Prepared
 
-_FIRST_ROUND = 64
 _SNIPPET_CHARS = 400
 """Characters of a chunk's searchable text read for its snippet: enough for its first words."""
 _STATEMENTS: dict[tuple[object, ...], Prepared] = {}
@@ -112,22 +110,9 @@ class _Nearest:
         if not len(loaded):
             return
         query = embed_query(plan.provider, self._query)
-        if query.shape[0] != loaded.dim:
-            raise InvalidInput(
-                f"the stored vectors of {loaded.model} have {loaded.dim} dimensions and the "
-                f"provider gives {query.shape[0]}; compute them again with lantern embed"
-            )
-        values = index.scores(loaded, query)
-        for rows in index.rounds(values, max(_FIRST_ROUND, 2 * needed)):
-            ids = [loaded.ids[row] for row in rows]
-            found = self._rows(ids)
-            batch = [
-                (found[chunk_id], float(values[row]))
-                for chunk_id, row in zip(ids, rows, strict=True)
-                if chunk_id in found
-            ]
-            batch.sort(key=lambda hit: (-hit[1], hit[0][0]))
-            yield from batch
+        yield from index.nearest(
+            loaded, query, needed, self._rows, order=lambda hit: (-hit[1], hit[0][0])
+        )
 
     def _rows(self, ids: list[str]) -> dict[str, Any]:
         dialect = self._store.dialect

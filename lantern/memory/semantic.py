@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, exists, func, select
 
-from lantern.errors import InvalidInput
 from lantern.memory import fts, search
 from lantern.memory.core import RepositoryCore
 from lantern.memory.cursor import SearchCursor, after_branches, search_cursor_for
@@ -47,7 +46,6 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-_FIRST_ROUND = 64
 ListKey = tuple[str, int, int, int, str]
 
 
@@ -187,22 +185,14 @@ class SemanticSearch:
     def _ranked(
         self, loaded: index.Loaded, query: NDArray[np.float32], needed: int, skip: str = ""
     ) -> Iterator[tuple[MemoryRecord, float]]:
-        if query.shape[0] != loaded.dim:
-            raise InvalidInput(
-                f"the stored vectors of {loaded.model} have {loaded.dim} dimensions and the "
-                f"provider gives {query.shape[0]}; compute them again with lantern embed"
-            )
-        values = index.scores(loaded, query)
-        for rows in index.rounds(values, max(_FIRST_ROUND, 2 * needed)):
-            ids = [loaded.ids[row] for row in rows]
-            found = self._records(ids)
-            batch = [
-                (found[item], float(values[row]))
-                for item, row in zip(ids, rows, strict=True)
-                if item in found and item != skip
-            ]
-            batch.sort(key=lambda hit: (-hit[1], *list_key(hit[0])))
-            yield from batch
+        return index.nearest(
+            loaded,
+            query,
+            needed,
+            self._records,
+            order=lambda hit: (-hit[1], *list_key(hit[0])),
+            skip=skip,
+        )
 
     def _records(self, ids: list[str]) -> dict[str, MemoryRecord]:
         """Those of `ids` that pass the search's filters and the scope policy."""

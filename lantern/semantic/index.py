@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, bindparam, func, select
 
+from lantern.errors import InvalidInput
 from lantern.semantic.sides import Side
 from lantern.store import settings
 from lantern.store.engine import Store
@@ -42,6 +43,11 @@ _FETCH = 10_000
 """Rows read from the cursor at a time while loading."""
 _SAMPLE = 100
 """Vectors whose dimensions decide which dimension a model's vectors have."""
+_FIRST_ROUND = 16
+"""Rows in the first round of `nearest`, at the least (twice what the caller needs, when more):
+each candidate is read from the store, so a deep first round costs what a filter may save."""
+
+Found = TypeVar("Found")
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +201,36 @@ def scores(loaded: Loaded, query: NDArray[np.float32]) -> NDArray[np.float32]:
     """The cosine of a unit-length query with every row."""
     result: NDArray[np.float32] = loaded.matrix @ query
     return result
+
+
+def nearest(
+    loaded: Loaded,
+    query: NDArray[np.float32],
+    needed: int,
+    fetch: Callable[[list[str]], Mapping[str, Found]],
+    order: Callable[[tuple[Found, float]], Any],
+    skip: str = "",
+) -> Iterator[tuple[Found, float]]:
+    """What `fetch` finds of the rows nearest to `query`, with each one's cosine, in `order`
+    within each round. `fetch` reads a round's ids and returns those that pass the caller's
+    filters, so the rounds go only as deep as the filters make them; `skip` is an id left out
+    (a record is not its own neighbour)."""
+    if query.shape[0] != loaded.dim:
+        raise InvalidInput(
+            f"the stored vectors of {loaded.model} have {loaded.dim} dimensions and the "
+            f"provider gives {query.shape[0]}; compute them again with lantern embed"
+        )
+    values = scores(loaded, query)
+    for rows in rounds(values, max(_FIRST_ROUND, 2 * needed)):
+        ids = [loaded.ids[row] for row in rows]
+        found = fetch(ids)
+        batch = [
+            (found[item], float(values[row]))
+            for item, row in zip(ids, rows, strict=True)
+            if item in found and item != skip
+        ]
+        batch.sort(key=order)
+        yield from batch
 
 
 def rounds(values: NDArray[np.float32], first: int) -> Iterator[NDArray[Any]]:
