@@ -263,6 +263,30 @@ def test_a_forgotten_record_is_found_by_no_mode(lt: Lantern, embedded: dict[str,
         assert gone not in _ids(lt.memory.similar(other, limit=50))
 
 
+def test_records_and_chunks_added_after_a_search_are_counted_without_a_vector(
+    lt: Lantern, embedded: dict[str, str], store_url: str
+) -> None:
+    """Counting what has no vector is skipped while every row has one; a row added since,
+    by this store or by another process's, is counted at once (SQLite keeps that count until
+    a commit, here the other store's)."""
+
+    def missing(found: Any) -> int:
+        assert found.summary is not None
+        return int(found.summary.without_vector)
+
+    assert missing(lt.memory.search("Lisbon", mode="semantic")) == 0
+    lt.memory.add(kind="fact", content="Rosa's sister lives in Porto.")
+    assert missing(lt.memory.search("Lisbon", mode="semantic")) == 1
+    with Lantern.open(store_url) as other:
+        other.memory.add(kind="fact", content="Rosa's brother lives in Faro.")
+        other.evidence.ingest_text("note:faro", "# Faro\n\nThe brother's address.", kind="markdown")
+    assert missing(lt.memory.search("Lisbon", mode="semantic")) == 2
+    assert missing(lt.evidence.search("Faro", mode="semantic")) == 1
+    lt.embed()
+    assert missing(lt.memory.search("Lisbon", mode="semantic")) == 0
+    assert missing(lt.evidence.search("Faro", mode="semantic")) == 0
+
+
 def test_an_update_invalidates_or_reembeds(lt: Lantern, embedded: dict[str, str]) -> None:
     record = embedded["dispatch"]
     lt.memory.update(record, priority=10)  # not the content: the vector stays

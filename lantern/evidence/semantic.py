@@ -150,7 +150,7 @@ class _Nearest:
         dialect = self._store.dialect
         loaded = self._loaded
         if loaded is not None and len(loaded):
-            total = self._store.fetch(_prepared(("total", dialect), _total))[0][0]
+            total = self._store.fetch_unchanged(_prepared(("total", dialect), _total))[0][0]
             if total == len(loaded):
                 return 0
         values = {**self._filters.values(), "vector_model": model}

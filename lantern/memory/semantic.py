@@ -354,7 +354,7 @@ def count_without_vector(
     the table, no look at the filters. Otherwise one count of those without a vector."""
     store = core._store
     if loaded is not None and len(loaded):
-        total = store.fetch(core._prepared(("count-records",), lambda: _TOTAL))[0][0]
+        total = store.fetch_unchanged(core._prepared(("count-records",), lambda: _TOTAL))[0][0]
         if total == len(loaded):
             return 0
 

@@ -40,6 +40,8 @@ from lantern.store.prepared import Params, Prepared, driver_of
 BUSY_TIMEOUT_SECONDS = 15.0
 BUSY_TIMEOUT_ENV = "LANTERN_BUSY_TIMEOUT"
 _WRITE_OPTION = "lantern_write"
+_UNCHANGED = "lantern_unchanged_rows"
+"""Key of `Store.fetch_unchanged`'s rows in a connection's `info`."""
 
 
 def busy_timeout() -> float:
@@ -116,6 +118,31 @@ class Store:
                 return statement.rows(conn, params)
         with translate_errors(self.location), self._kept.lent(write=False) as conn:
             return statement.rows_on(driver_of(conn), self.engine.dialect, params)
+
+    def fetch_unchanged(self, statement: Prepared) -> list[Any]:
+        """`fetch` of a statement without parameters, whose rows are kept and given again
+        while nothing has been committed to the store since: for counts that a search reports
+        beside every page, which SQLite could otherwise only answer by reading a whole index.
+
+        On SQLite the rows are kept with the connection that read them, beside its
+        `PRAGMA data_version`, which changes whenever another connection (of this process or
+        any other) commits; reads never write, so a read connection sees every change by it.
+        Other engines run the statement every time.
+        """
+        if self.dialect != "sqlite":
+            return self.fetch(statement)
+        with translate_errors(self.location), self._kept.lent(write=False) as conn:
+            driver = driver_of(conn)
+            # Read before the statement: a commit in between makes the kept rows newer than
+            # their version says, so they are read again next time, never given stale.
+            version = driver.execute("PRAGMA data_version").fetchone()[0]
+            kept: dict[int, tuple[Prepared, int, list[Any]]] = conn.info.setdefault(_UNCHANGED, {})
+            hit = kept.get(id(statement))
+            if hit is not None and hit[0] is statement and hit[1] == version:
+                return hit[2]
+            rows = statement.rows_on(driver, self.engine.dialect)
+            kept[id(statement)] = (statement, version, rows)
+            return rows
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
