@@ -126,8 +126,8 @@ class Store:
 
         On SQLite the rows are kept with the connection that read them, beside its
         `PRAGMA data_version`, which changes whenever another connection (of this process or
-        any other) commits; reads never write, so a read connection sees every change by it.
-        Other engines run the statement every time.
+        any other) commits. A read connection never writes, so every commit is another's and
+        is seen. Other engines run the statement every time.
         """
         if self.dialect != "sqlite":
             return self.fetch(statement)
