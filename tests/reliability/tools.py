@@ -30,8 +30,11 @@ class Tier:
     """Writes each of them makes."""
     kills: int
     """Writers killed with SIGKILL at random moments."""
+    upgrade_statement_stride: int
+    """Upgrades are killed at every n-th statement boundary (the two generations starting at
+    different ones, so that the quick tier's stride of 2 kills each parity once)."""
     upgrade_random_kills: int
-    """Upgrades killed at random moments, besides one kill at every statement boundary."""
+    """Upgrades killed at random moments, besides the kills at statement boundaries."""
     examples: int
     """Hypothesis examples per generated-input property."""
     model_runs: int
@@ -46,6 +49,7 @@ QUICK = Tier(
     writers=6,
     writes=500,
     kills=50,
+    upgrade_statement_stride=2,
     upgrade_random_kills=5,
     examples=2_000,
     model_runs=200,
@@ -57,6 +61,7 @@ LONG = Tier(
     writers=8,
     writes=5_000,
     kills=1_000,
+    upgrade_statement_stride=1,
     upgrade_random_kills=200,
     examples=20_000,
     model_runs=5_000,
