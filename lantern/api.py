@@ -26,7 +26,7 @@ from lantern.store.location import StoreLocation, resolve
 if TYPE_CHECKING:
     # Imported where used: a command that lists memories should not pay for ingest, health
     # checks or export (see the architecture note on import time).
-    from lantern.entities.records import EntityChunk, EntitySummary
+    from lantern.entities.records import EntityChunk, EntitySummary, LinkChange
     from lantern.entities.repository import EntityRepository
     from lantern.evidence.repository import EvidenceRepository
     from lantern.maintenance.backup import BackupReport
@@ -152,6 +152,26 @@ class Lantern:
             if more
             else None,
         )
+
+    def attach_entities(
+        self, entities: Any, *, chunk: str | None = None, memory: str | None = None
+    ) -> list[LinkChange]:
+        """Link entities (`KIND:NAME`, or stored entities' ids) to a chunk or to a memory
+        record, whichever is given; one `LinkChange` per entity."""
+        kind, target = _link_target(chunk, memory)
+        if kind == "chunk":
+            return self.entities.attach(target, entities)
+        return self.memory.attach_entities(target, entities)
+
+    def detach_entities(
+        self, entities: Any, *, chunk: str | None = None, memory: str | None = None
+    ) -> list[LinkChange]:
+        """Unlink entities from a chunk or a memory record, whichever is given; an entity that
+        nothing links any more is removed."""
+        kind, target = _link_target(chunk, memory)
+        if kind == "chunk":
+            return self.entities.detach(target, entities)
+        return self.memory.detach_entities(target, entities)
 
     @classmethod
     def open(
@@ -471,6 +491,15 @@ class Lantern:
                 f"{operation} works on the whole store, and this one is restricted to the "
                 f"scopes {self.scopes.describe()}"
             )
+
+
+def _link_target(chunk: str | None, memory: str | None) -> tuple[str, str]:
+    """Which of a chunk and a memory record an entity link is about: exactly one is given."""
+    if chunk is not None and memory is None:
+        return "chunk", chunk
+    if memory is not None and chunk is None:
+        return "memory", memory
+    raise InvalidInput("give exactly one of chunk and memory")
 
 
 def _state(store: Store) -> migrations.StoreState:

@@ -88,10 +88,10 @@ def show_command(
         note(f"more: --after {view.next_cursor}")
 
 
-def _target(chunk: str | None, memory: str | None) -> tuple[str, str]:
+def _one_target(chunk: str | None, memory: str | None) -> None:
+    """Refused in the command line's words before the store is opened."""
     if (chunk is None) == (memory is None):
         raise click.UsageError("give exactly one of --chunk ID and --memory ID")
-    return ("chunk", chunk) if chunk is not None else ("memory", memory)  # type: ignore[return-value]
 
 
 def _render(changes: list[LinkChange], as_json: bool, done: str, unchanged: str) -> None:
@@ -126,12 +126,8 @@ def attach_command(
     \b
         lantern entity attach 'person:Ada Lovelace' project:lantern --memory mem_0123456789abcdef
     """
-    kind, target = _target(chunk, memory)
-    lantern = open_lantern(ctx)
-    if kind == "chunk":
-        changes = lantern.entities.attach(target, list(entities))
-    else:
-        changes = lantern.memory.attach_entities(target, list(entities))
+    _one_target(chunk, memory)
+    changes = open_lantern(ctx).attach_entities(list(entities), chunk=chunk, memory=memory)
     _render(changes, as_json, "attached", "already attached")
 
 
@@ -154,12 +150,8 @@ def detach_command(
     \b
         lantern entity detach project:lantern --memory mem_0123456789abcdef
     """
-    kind, target = _target(chunk, memory)
-    lantern = open_lantern(ctx)
-    if kind == "chunk":
-        changes = lantern.entities.detach(target, list(entities))
-    else:
-        changes = lantern.memory.detach_entities(target, list(entities))
+    _one_target(chunk, memory)
+    changes = open_lantern(ctx).detach_entities(list(entities), chunk=chunk, memory=memory)
     _render(changes, as_json, "detached", "was not attached:")
 
 

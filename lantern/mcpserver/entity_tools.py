@@ -26,6 +26,7 @@ from lantern.mcpserver.spec import (
 
 if TYPE_CHECKING:
     from lantern.api import Lantern
+    from lantern.entities.records import LinkChange
 
 
 def _list(lt: Lantern, args: Args) -> ToolOutput:
@@ -38,31 +39,23 @@ def _show(lt: Lantern, args: Args) -> ToolOutput:
     return ToolOutput(lt.entity_show(fields.pop("entity"), **fields).to_json())
 
 
-def _links(lt: Lantern, args: Args, *, attach: bool) -> ToolOutput:
-    entities = args["entities"]
-    if ("chunk" in args) == ("memory" in args):
-        raise InvalidInput("invalid arguments: give exactly one of 'chunk' and 'memory'")
-    if "chunk" in args:
-        chunk = args["chunk"]
-        changes = (
-            lt.entities.attach(chunk, entities) if attach else lt.entities.detach(chunk, entities)
-        )
-    else:
-        record = args["memory"]
-        changes = (
-            lt.memory.attach_entities(record, entities)
-            if attach
-            else lt.memory.detach_entities(record, entities)
-        )
-    return ToolOutput({"changes": [change.to_json() for change in changes]})
-
-
 def _attach(lt: Lantern, args: Args) -> ToolOutput:
-    return _links(lt, args, attach=True)
+    return _changes(lt.attach_entities(**_targets(args)))
 
 
 def _detach(lt: Lantern, args: Args) -> ToolOutput:
-    return _links(lt, args, attach=False)
+    return _changes(lt.detach_entities(**_targets(args)))
+
+
+def _targets(args: Args) -> Args:
+    """Refused in the tool's words: an entity link is about exactly one of its targets."""
+    if ("chunk" in args) == ("memory" in args):
+        raise InvalidInput("invalid arguments: give exactly one of 'chunk' and 'memory'")
+    return args
+
+
+def _changes(changes: list[LinkChange]) -> ToolOutput:
+    return ToolOutput({"changes": [change.to_json() for change in changes]})
 
 
 _KIND: Schema = {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_-]{0,63}$"}
