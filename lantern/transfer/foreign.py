@@ -1,10 +1,11 @@
-"""What the importers of other memory systems share: reading the file, the report."""
+"""What the importers share: reading the file, a line's JSON object, the report."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 from lantern.errors import InvalidInput
 from lantern.validation import JSONObject
@@ -22,6 +23,17 @@ def read_text(source: IO[bytes], what: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InvalidInput(f"line {line}: not UTF-8 text") from exc
+
+
+def json_object(line: str) -> dict[str, Any]:
+    """One line of a JSON-lines file, which must hold an object."""
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"not a JSON object ({exc.msg})") from exc
+    if not isinstance(value, dict):
+        raise InvalidInput("not a JSON object")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

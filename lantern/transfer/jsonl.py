@@ -66,6 +66,7 @@ from lantern.store.models import (
     memory_records,
     sources,
 )
+from lantern.transfer.foreign import json_object
 from lantern.validation import JSONObject
 
 FORMAT = 1
@@ -410,12 +411,7 @@ class _Importer:
             raise InvalidInput("not UTF-8 text") from exc
         if not text.strip():
             return
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"not a JSON object ({exc.msg})") from exc
-        if not isinstance(value, dict):
-            raise InvalidInput("not a JSON object")
+        value = json_object(text)
         kind = value.pop("type", None)
         if not self.header_seen:
             self._header(kind, value)

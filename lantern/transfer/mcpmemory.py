@@ -41,7 +41,7 @@ from lantern.memory.repository import MemoryRepository
 from lantern.memory.rows import row_to_record
 from lantern.store.engine import Store
 from lantern.store.models import memory_records
-from lantern.transfer.foreign import ForeignImport, read_text
+from lantern.transfer.foreign import ForeignImport, json_object, read_text
 
 REF_TYPE = "mcp-memory"
 _NOT_KIND = re.compile(r"[^a-z0-9_-]+")
@@ -88,12 +88,7 @@ def parse(text: str) -> _Graph:
 
 
 def _read_line(graph: _Graph, line: str, number: int) -> None:
-    try:
-        item = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"not a JSON object ({exc.msg})") from exc
-    if not isinstance(item, dict):
-        raise InvalidInput("not a JSON object")
+    item = json_object(line)
     kind = item.get("type")
     if kind == "entity":
         name, entity_type = _text(item, "name"), _text(item, "entityType")
