@@ -40,8 +40,6 @@ EXTRACTED_KINDS = (
     "cve",
 )
 """The kinds the extractor finds (`lantern.entities.extraction`), each with its own form."""
-SUGGESTED_KINDS = ("person", "organization", "project", "place", "event", "product", "concept")
-"""Kinds for what a caller's own model extracts; any other lowercase word is accepted too."""
 
 _WHITESPACE = re.compile(r"\s+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")

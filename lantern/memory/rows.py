@@ -14,9 +14,6 @@ from lantern.memory.scopes import ScopePolicy
 from lantern.store.models import memory_records as table
 from lantern.store.prepared import Prepared
 
-_BATCH = 500
-
-
 # Where each record field sits in a `select(memory_records)` row (the table's column order,
 # which search and the paging union keep, extra columns after): reading rows by position is
 # several times faster than by attribute name, and this is the hottest loop of a listing.
@@ -109,14 +106,3 @@ def require(
     if record is None:
         raise NotFound(f"no memory record with id {record_id!r}")
     return record
-
-
-def fetch_many(conn: Connection, record_ids: set[str]) -> dict[str, MemoryRecord]:
-    found: dict[str, MemoryRecord] = {}
-    ordered = sorted(record_ids)
-    for start in range(0, len(ordered), _BATCH):
-        batch = ordered[start : start + _BATCH]
-        for row in conn.execute(select(table).where(table.c.id.in_(batch))):
-            record = row_to_record(row)
-            found[record.id] = record
-    return found
