@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from lantern.errors import InvalidInput
 from lantern.mcpserver import outputs
 from lantern.mcpserver.spec import (
+    AFTER,
     ENTITY,
     OFFSET,
     Args,
@@ -113,11 +114,7 @@ ENTITY_TOOLS = (
                     "maximum": 1000,
                     "description": "At most this many chunks, and this many records.",
                 },
-                "after": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "Continue after a page: its next_cursor.",
-                },
+                "after": AFTER,
             },
             "entity",
         ),

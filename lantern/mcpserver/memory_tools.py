@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from lantern.mcpserver import outputs
 from lantern.mcpserver.spec import (
+    AFTER,
     CONFIDENCE,
     CONTENT,
     ENTITY,
@@ -175,11 +176,7 @@ _FILTERS: dict[str, Schema] = {
     "entity": ENTITY_FILTER,
     "include_expired": described(FLAG, "Also records whose expires_at has passed."),
     "offset": OFFSET,
-    "after": {
-        "type": "string",
-        "minLength": 1,
-        "description": "Continue after a page: its next_cursor.",
-    },
+    "after": AFTER,
     "explain": described(
         FLAG, "Add to each record an 'explain' object: the keys it was ordered by."
     ),

@@ -199,6 +199,11 @@ OFFSET: Schema = {
 }
 
 
+AFTER: Schema = {
+    "type": "string",
+    "minLength": 1,
+    "description": "Continue after a page: its next_cursor.",
+}
 ENTITY: Schema = {
     "type": "string",
     "minLength": 3,
