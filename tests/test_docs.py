@@ -33,3 +33,18 @@ def test_every_command_has_an_example_in_its_help() -> None:
         help_lines = section.split("```text", 1)[1].splitlines()[2:]
         examples = [line for line in help_lines if line.lstrip().startswith("lantern ")]
         assert examples, f"the help of `{title}` shows no example"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """`.ci/run` runs the README's test command in two halves (install, then pytest) so that
+    the linters run in between: the halves must add up to the README's line."""
+    script = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    install = next(
+        line.split("=", 1)[1].strip("'")
+        for line in script.splitlines()
+        if line.startswith("install=")
+    )
+    assert 'eval "$install"' in script
+    assert script.rstrip().endswith("\npytest")
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"\n{install} && pytest\n" in readme

@@ -42,6 +42,17 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert {f"lantern/ui/{n}" for n in web} <= set(names)
     metadata = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "[lantern.embedding_providers]" in zipfile.ZipFile(wheel).read(metadata).decode()
+    # Type checkers read the package's annotations; the licence travels with it; development
+    # tools are dependency groups, never published as an extra.
+    assert "lantern/py.typed" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    core = next(n for n in names if n.endswith(".dist-info/METADATA"))
+    extras = {
+        line.split(":", 1)[1].strip()
+        for line in zipfile.ZipFile(wheel).read(core).decode().splitlines()
+        if line.startswith("Provides-Extra:")
+    }
+    assert extras == {"all", "embed", "mcp", "postgres", "ui"}
     venv = work / "venv"
     created = _run(sys.executable, "-m", "venv", venv, cwd=work)
     assert created.returncode == 0, created.stderr
