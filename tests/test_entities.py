@@ -4,6 +4,7 @@ links' life with their chunks and records, on both engines."""
 from __future__ import annotations
 
 import json
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,92 @@ def test_code_has_no_mentions_tags_or_wiki_links() -> None:
     code = "@property\ndef f(self):  # see #12 and #todo\n    return x[[0]]  # @ada\n"
     assert _found(code, "source_file") == ["issue:#12"]
     assert _found("    @staticmethod\n    def g(): ...", "markdown") == []
+
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Lines of the standard library (http/server.py, http/client.py, wsgiref).
+        ('    protocol_version = "HTTP/1.0"', []),
+        ("        env['GATEWAY_INTERFACE'] = 'CGI/1.1'", []),
+        ("    _http_vsn_str = 'HTTP/1.1'", []),
+        ('r"""HTTP/1.1 client library', []),
+        ("#      turn is lower than HTTP/12.3;", []),
+        ("            context.set_alpn_protocols(['http/1.1'])", []),
+        # Other protocols and versions, and what only looks like a path.
+        ("TLS/1.3, SSL/3.0, RTSP/1.0, SMTP/1.5, SIP/2.0 and HTTP/2", []),
+        ("user-agent: curl/7.53.1; changes from the 2.x/3.1 line", []),
+        ("GET /docs/index.html HTTP/1.1", ["path:/docs/index.html"]),
+        # Real paths stay paths, versions inside them included.
+        (
+            "see src/app.py, /etc/hosts, ~/notes/x.md and docs/v1.2/index.md",
+            ["path:src/app.py", "path:/etc/hosts", "path:~/notes/x.md", "path:docs/v1.2/index.md"],
+        ),
+        (
+            "in /usr/lib/python3.11/site-packages or ~/releases/1.1",
+            ["path:/usr/lib/python3.11/site-packages", "path:~/releases/1.1"],
+        ),
+        ("man/man1/ls.1 and journal/2024/01.md", ["path:man/man1/ls.1", "path:journal/2024/01.md"]),
+    ],
+)
+def test_a_protocol_and_its_version_is_not_a_path(text: str, expected: list[str]) -> None:
+    assert _found(text, "source_file") == expected
+    assert _found(text, "markdown") == expected
+
+
+def test_the_standard_librarys_http_sources_name_no_versions_as_paths() -> None:
+    for name in ("http/server.py", "http/client.py", "wsgiref/simple_server.py"):
+        text = (STDLIB / name).read_text("utf-8")
+        assert "HTTP/1.1" in text or "CGI/1.1" in text
+        paths = [e.name for e in extract(text, "source_file") if e.kind == "path"]
+        assert not [p for p in paths if p.split("/")[0].upper() in ("HTTP", "CGI")], paths
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("@raphael reviewed the plan.", ["mention:raphael"]),
+        ("Plan\n\n@raphael reviewed it, @ada too.", ["mention:raphael", "mention:ada"]),
+        ("@ada: can you look?\n  @bob, and you?", ["mention:ada", "mention:bob"]),
+        ("ada@example.org reviewed it", ["email:ada@example.org"]),
+        # Decorators and annotations stand alone on their line, or are well known.
+        ("```python\n@my_cache\ndef f(): ...\n```", []),
+        ("    @register  # the plug-in\n    class P: ...", []),
+        (">>> @define\n... class C:\n...     x: int", []),
+        ("@contextlib.contextmanager\n@retry(3)\n@property", []),
+        ("@raphael", []),
+        # Other things written with @.
+        ("npm install @types/node; see @modelcontextprotocol/server-memory", []),
+        ("@article{knuth84,\n@myscope:registry=x", []),
+        ("add the missing JSDoc @param and @returns", []),
+    ],
+)
+def test_mentions_at_the_start_of_a_line_and_what_is_no_mention(
+    text: str, expected: list[str]
+) -> None:
+    assert _found(text, "markdown") == expected
+    assert _found(text, "transcript") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("#release is out", ["tag:release"]),
+        ("Plan\n#release notes, #ops", ["tag:release", "tag:ops"]),
+        ("# Release\n\n## Notes\n", []),
+        ("#include <stdio.h>\n#define X 1", []),
+        ("class A {\n  #count = 0;\n  #handler;\n}", []),
+    ],
+)
+def test_tags_at_the_start_of_a_line_and_what_is_no_tag(text: str, expected: list[str]) -> None:
+    assert _found(text, "markdown") == expected
+
+
+def test_in_code_a_line_that_starts_with_at_or_hash_is_code() -> None:
+    assert _found("@raphael reviewed\n#release notes\n", "source_file") == []
 
 
 def test_what_a_url_contains_is_not_read_again() -> None:
@@ -316,6 +403,19 @@ def test_extract_fills_an_upgraded_store_incrementally(tmp_path: Path) -> None:
         again = lt.entities.extract()
         assert (again.scanned, again.links_added, again.skipped) == (0, 0, todo)
         assert chunk is None or isinstance(chunk, str)
+
+
+def test_extract_reads_again_what_older_rules_read(lt: Lantern) -> None:
+    lt.evidence.ingest_text("note://a", "@raphael reviewed HTTP/1.1 support", kind="markdown")
+    assert {name for _chunk, name in _links(lt)} == {"mention:raphael"}
+    with lt.store.write() as conn:  # as the first rules left it: no mention found
+        conn.execute(chunk_entities.delete())
+        conn.execute(entity_scans.update().values(extractor=1))
+    assert EXTRACTOR_VERSION > 1 and lt.entities.pending() == 1
+    report = lt.entities.extract()
+    assert (report.scanned, report.links_added) == (1, 1)
+    assert {name for _chunk, name in _links(lt)} == {"mention:raphael"}
+    assert lt.entities.pending() == 0
 
 
 def test_extract_resumes_after_an_interrupted_run(

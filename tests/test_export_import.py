@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from lantern.api import Lantern
+from lantern.entities.extraction import EXTRACTOR_VERSION
 from lantern.errors import InvalidInput
 from lantern.store.ids import memory_id
 from tests.helpers import CliRun, ProcessRun, lantern_process
@@ -196,7 +197,7 @@ def test_the_format_is_json_lines_in_the_documented_order(lt: Lantern, clock: Cl
     assert [e["id"] for e in by_type["entity"]] == sorted(e["id"] for e in by_type["entity"])
     assert all(list(e) == ["id", "name", "kind"] for e in by_type["entity"])
     [scan] = by_type["entity_scan"]
-    assert list(scan) == ["chunk_id", "extractor"] and scan["extractor"] == 1
+    assert list(scan) == ["chunk_id", "extractor"] and scan["extractor"] == EXTRACTOR_VERSION
     assert all(list(link) == ["record_id", "entity_id"] for link in by_type["memory_entity"])
     assert len(by_type["memory_entity"]) == 2
     memories = by_type["memory"]

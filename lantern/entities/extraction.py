@@ -10,11 +10,14 @@ pollutes every listing. The rules:
 * `email`: `local@domain.tld`, not inside a URL, not followed by `:` (an SSH remote).
 * `path`: an absolute path of at least two parts (`/usr/lib`), one under `~/`, `./` or `../`,
   a Windows drive path (`C:\\Users\\ada`), or a relative path of at least two parts whose last
-  one has a known file extension (`lantern/api.py`).
-* `mention`: `@handle` after a space or an opening bracket, not an e-mail address, not a
-  decorator (a line that starts with it, or a common decorator's name).
-* `tag`: `#word` after a space or an opening bracket, starting with a letter, not a C
-  preprocessor word and not a hexadecimal colour.
+  one is a file name with a known extension (`lantern/api.py`); a version number such as the
+  `1.1` of `HTTP/1.1` or `CGI/1.1` is not a file name.
+* `mention`: `@handle` at the start of a line or after a space or an opening bracket, not an
+  e-mail address, not `@scope/package`, not a decorator or annotation (alone on its line, or
+  a common decorator's or documentation tag's name: `@property`, `@param`).
+* `tag`: `#word` at the start of a line or after a space or an opening bracket, starting with
+  a letter, not a C preprocessor word, not a hexadecimal colour, not followed by `(`, `;` or
+  `=` (code); `# Heading` is no tag.
 * `issue`: `#123`, `GH-123`, `owner/repo#123`, `bpo-123` and `KEY-123` keys of two to ten
   capital letters (standards such as UTF-8 and SHA-256 left out).
 * `commit`: 7 to 12 or 40 lowercase hex digits, with both digits and letters, not after `0x`
@@ -36,7 +39,9 @@ from collections.abc import Callable, Iterator
 
 from lantern.entities.names import MAX_NAME_CHARS, NORMALISERS, EntityName
 
-EXTRACTOR_VERSION = 1
+EXTRACTOR_VERSION = 2
+"""1: the first rules. 2: versions (`HTTP/1.1`) are not paths; mentions at the start of a line;
+no mentions in `@scope/package`, documentation tags or doctest decorators; no tags of code."""
 
 CODE_KINDS = frozenset({"source_file"})
 """Source kinds whose text is code: no mentions, tags or wiki links are looked for there."""
@@ -65,13 +70,18 @@ _PATH = re.compile(
     r"|~/(?:[\w.+@-]+/?)+"  # ~/notes/today.md
     r"|\.\.?/(?:[\w.+@-]+/?)+"  # ./configure, ../src/main.c
     r"|[A-Za-z]:\\(?:[\w.+@ -]+\\)*[\w.+@-]+"  # C:\Users\ada\notes.txt
-    rf"|(?:[\w.+@-]+/)+[\w+@-][\w.+@-]*\.(?:{_EXTENSIONS})(?![\w/])"  # lantern/api.py
+    rf"|(?P<relative>(?:[\w.+@-]+/)+[\w+@-][\w.+@-]*\.(?:{_EXTENSIONS})(?![\w/]))"  # x/api.py
     r")"
 )
+_VERSION_NUMBER = re.compile(r"[\d.]+")
+"""A last part of digits and dots: `1.1` in `HTTP/1.1` is a version, not a file named `1`
+with the extension `.1` (a manual page section)."""
 _MENTION = re.compile(
     r"(?<![\w@.+/&#`=:-])@([A-Za-z0-9](?:[A-Za-z0-9_]|-(?=[A-Za-z0-9_])){0,38})"
-    r"(?![\w@-]|\.\w|\()"
+    r"(?![\w@-]|\.\w|[(/{]|:\S)"
 )
+"""`@name` not followed by a call, `/` (`@types/node`, a scoped package, or `@org/team`, whose
+name is not the part before `/`), `{` (`@article{`) or a colon glued to more (`@scope:key=`)."""
 _DECORATORS = frozenset(
     {
         "abstractmethod",
@@ -116,9 +126,24 @@ _DECORATORS = frozenset(
         "FunctionalInterface",
         "SuppressWarnings",
         "Test",
+        # Tags of documentation comments (JSDoc, Javadoc, Epydoc, Doxygen).
+        "param",
+        "params",
+        "return",
+        "returns",
+        "rtype",
+        "type",
+        "throws",
+        "raises",
+        "see",
+        "since",
     }
 )
-_TAG = re.compile(r"(?<![\w#&/@.:=\\`'\"-])#([^\W\d_][\w-]{0,48}[^\W_]|[^\W\d_])(?![\w-]|\()")
+_TAG = re.compile(
+    r"(?<![\w#&/@.:=\\`'\"-])#([^\W\d_][\w-]{0,48}[^\W_]|[^\W\d_])(?![\w-]|\(|;|\s*=(?!=))"
+)
+"""`#word` not followed by a call, `;` or `=`: `#count = 0;` and `#handler;` are private
+fields of a JavaScript class."""
 _PREPROCESSOR = frozenset(
     {
         "include",
@@ -138,6 +163,8 @@ _PREPROCESSOR = frozenset(
         "region",
         "endregion",
         "using",
+        "cmakedefine",
+        "cmakedefine01",
     }
 )
 _HEX_COLOUR = re.compile(r"[0-9a-fA-F]{3}|[0-9a-fA-F]{4}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8}")
@@ -420,6 +447,8 @@ def _emails(text: str) -> Iterator[tuple[int, int, str]]:
 def _paths(text: str) -> Iterator[tuple[int, int, str]]:
     for match in _PATH.finditer(text):
         raw = match.group().rstrip(".,:;")
+        if match.group("relative") and _VERSION_NUMBER.fullmatch(raw.rsplit("/", 1)[1]):
+            continue  # HTTP/1.1, CGI/1.1, TLS/1.3: a protocol and its version
         if raw.count("/") + raw.count("\\") >= 1 and len(raw) > 2:
             yield match.start(), match.start() + len(raw), raw
 
@@ -429,10 +458,23 @@ def _mentions(text: str) -> Iterator[tuple[int, int, str]]:
         handle = match.group(1)
         if handle in _DECORATORS or handle.isdigit():
             continue
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        if not text[line_start : match.start()].strip():
-            continue  # a line that starts with @name is a decorator (or an annotation)
+        if _decorator_line(text, match.start(), match.end()):
+            continue
         yield match.start(), match.end(), match.group()
+
+
+def _decorator_line(text: str, start: int, end: int) -> bool:
+    """Whether the `@name` at `start:end` is a decorator or an annotation: the first thing on
+    its line (after a `>>>` or `...` prompt, in an interactive example) and the only one but
+    for a comment, as `@cache` or `@Override` stand above what they decorate. A line that
+    goes on with words (`@ada reviewed the plan`) is written to someone."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[line_start:start].strip()
+    if before not in ("", ">>>", "..."):
+        return False  # after other words on its line
+    line_end = text.find("\n", end)
+    rest = text[end : line_end if line_end >= 0 else len(text)].strip()
+    return not rest or rest.startswith(("#", "//"))
 
 
 def _tags(text: str) -> Iterator[tuple[int, int, str]]:
