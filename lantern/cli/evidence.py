@@ -173,6 +173,12 @@ def ingest(
     help="Pass the query to the engine as it is (FTS5/tsquery); its mode is keyword.",
 )
 @click.option("--explain", is_flag=True, help="Show the ranking each hit came from, and its rank.")
+@click.option(
+    "--ids",
+    "ids_only",
+    is_flag=True,
+    help="Print only the hits' chunk ids, one a line: for a shell variable or a pipe.",
+)
 @json_option
 @click.pass_context
 def search(
@@ -188,6 +194,7 @@ def search(
     limit: int,
     raw: bool,
     explain: bool,
+    ids_only: bool,
     as_json: bool,
 ) -> None:
     """Search what chunks say, best matches first.
@@ -204,7 +211,12 @@ def search(
 
     \b
         lantern search '"release checklist"' deploy* --mode keyword --kind markdown
+
+    \b
+        chunk=$(lantern search rollback --limit 1 --ids)
     """
+    if ids_only and as_json:
+        raise click.UsageError("--ids and --json print different things: give one of them")
     hits = open_lantern(ctx).evidence.search(
         " ".join(query),
         kind=kinds,
@@ -220,6 +232,9 @@ def search(
     search_notes(hits.summary, "chunks", explain=explain)
     if as_json:
         emit_json([hit.to_json() for hit in hits])
+    elif ids_only:
+        for hit in hits:
+            click.echo(hit.chunk_id)
     else:
         for hit in hits:
             _show_hit(hit, explain=explain)
