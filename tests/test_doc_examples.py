@@ -223,7 +223,14 @@ NOT_RUN = [example for page in PAGES for example in examples(page, _name(page)) 
 
 @pytest.mark.parametrize("example", NOT_RUN, ids=[example.where for example in NOT_RUN])
 def test_examples_not_run(example: Example) -> None:
-    """Listed among the skipped tests of every run, with the reason the page gives."""
+    """Listed among the skipped tests of every run, with the reason the page gives; a reader
+    can still paste its commands, so they too name only what the reader has (the ids the
+    block's own outputs show, and placeholders)."""
+    shown: set[str] = set()
+    for command in example.commands or [Command(example.line, example.body)]:
+        if (why := unportable(command.text, shown)) is not None:
+            pytest.fail(f"{example.name}:{command.line}: {command.text}\n{why}", pytrace=False)
+        shown.update(STORED_ID.findall("\n".join(command.output)))
     pytest.skip(f"{example.where}: not run: {example.skipped}")
 
 
