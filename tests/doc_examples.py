@@ -12,6 +12,13 @@ An example is a fenced block whose language is `bash`, `console` or `python`:
 A block that cannot run in a test is marked on the line before it, visibly in the source:
 `<!-- not run: REASON -->`. Every other fence (`json`, `text`, ...) shows data and is not run.
 
+Commands run exactly as written, as a reader would paste them: they name files by `~` or
+`$HOME`, never by `/home/ada`, and use only the ids that earlier commands of the page printed
+(memory ids are made from content, so they are the same on every machine) or captured into a
+shell variable (`chunk=$(lantern search rollback --limit 1 --ids)`); an id that names nothing
+anywhere is spelled as a placeholder (`chk_0123456789abcdef`, `mem_00000000000000ff`).
+`unportable` says what a command breaks of this.
+
 Outputs are compared after the machine's differences are taken out: the test's home directory
 reads as `/home/ada`, evidence ids derived from its paths read as the ids the same files have
 there, and values that change from run to run (times, durations, scores, sizes on disk) are
@@ -29,6 +36,10 @@ from typing import Any
 RUNNABLE = ("bash", "console", "python")
 DOC_HOME = "/home/ada"
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(?P<reason>.*?)\s*-->")
+# The ids of evidence and memory records, as commands and outputs spell them.
+STORED_ID = re.compile(r"(?<![\w])(?:chk|src|mem)_[0-9a-f]{16}(?![\w])")
+# Ids that name nothing on any machine: the digits in order, or eight zeros first.
+PLACEHOLDER_ID = re.compile(r"(?:chk|src|mem)_(?:0123456789abcdef|0{8}[0-9a-f]{8})")
 
 # JSON keys whose values change from run to run: compared by type only.
 VOLATILE_KEYS = frozenset(
@@ -181,6 +192,22 @@ def _console_commands(body: list[str], first_line: int, where: str) -> list[Comm
         elif line.strip():
             raise ValueError(f"{where}: a console block starts with `$ command`, not {line!r}")
     return commands
+
+
+def unportable(text: str, produced: set[str]) -> str | None:
+    """Why a command (or a Python example) would not run as written on a reader's machine, or
+    None: it names the pages' home directory, or an id that `produced` (the ids the page's
+    earlier commands printed) does not hold and that is no placeholder."""
+    if DOC_HOME in text:
+        return f"it names {DOC_HOME}, which is on nobody's machine: write ~ or $HOME"
+    for found in STORED_ID.finditer(text):
+        name = found.group()
+        if name not in produced and not PLACEHOLDER_ID.fullmatch(name):
+            return (
+                f"it names {name}, which no command before it printed: capture the id from "
+                "the command that makes it, or name what has it (a file by file://$HOME/...)"
+            )
+    return None
 
 
 # --- Comparing outputs --------------------------------------------------------------------

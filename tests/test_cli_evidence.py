@@ -133,6 +133,33 @@ def test_search_json_hits_and_queries_with_nothing_to_search(run_cli: CliRun, fi
     assert usage.exit_code == 2 and "'fuzzy' is not one of 'keyword', 'any'" in usage.stderr
 
 
+def test_ids_prints_the_ids_of_hits_and_sources_one_a_line(run_cli: CliRun, files: Path) -> None:
+    """What a script captures (`chunk=$(lantern search ... --ids)`): the ids alone, in the
+    order of the hits, and nothing when nothing matches."""
+    ok_json(run_cli("ingest", str(files), "--json"))
+    hits = ok_json(run_cli("search", "lantern", "--json"))
+    ids = run_cli("search", "lantern", "--ids")
+    assert ids.exit_code == 0, ids.output
+    assert ids.stdout == "".join(f"{hit['chunk_id']}\n" for hit in hits)
+    first = run_cli("search", "lantern", "--limit", "1", "--ids", "--explain")
+    assert first.exit_code == 0 and first.stdout == f"{hits[0]['chunk_id']}\n"
+    chunk = ok_json(run_cli("chunk", "show", first.stdout.strip(), "--json"))
+    assert chunk["id"] == hits[0]["chunk_id"]
+    none = run_cli("search", "🔥", "--ids")
+    assert (none.exit_code, none.stdout) == (0, "")
+    both = run_cli("search", "lantern", "--ids", "--json")
+    assert both.exit_code == 2
+    assert "--ids and --json print different things" in both.stderr
+    assert "Traceback" not in both.output
+    sources = run_cli("source", "list", "--uri-prefix", f"file://{files}/notes/", "--ids")
+    assert sources.exit_code == 0, sources.output
+    listed = ok_json(run_cli("source", "list", "--uri-prefix", f"file://{files}/notes/", "--json"))
+    assert len(listed) == 2
+    assert sources.stdout == "".join(f"{item['id']}\n" for item in listed)
+    refused = run_cli("source", "list", "--ids", "--json")
+    assert refused.exit_code == 2 and "--ids and --json" in refused.stderr
+
+
 @pytest.mark.parametrize(
     "query", ["C++", "don't", "20.04", "multi-agent", '"unclosed', "AND OR NOT ("]
 )

@@ -23,7 +23,15 @@ import pytest
 import yaml
 
 from lantern.store.ids import chunk_id, source_id
-from tests.doc_examples import DOC_HOME, Command, Example, examples, mismatch
+from tests.doc_examples import (
+    DOC_HOME,
+    STORED_ID,
+    Command,
+    Example,
+    examples,
+    mismatch,
+    unportable,
+)
 from tests.helpers import REPO_ROOT
 
 TIMEOUT = 120
@@ -56,7 +64,8 @@ class Session:
     """One page's shell: an isolated home with its own store, and what its examples stored.
 
     The commands of a page run one after the other in one `bash`, as a reader would type them
-    into one terminal: a variable or a directory set by one is there for the next.
+    into one terminal: a variable or a directory set by one is there for the next. They run as
+    written; only what they print is made to read as the page shows it.
     """
 
     def __init__(self, tmp_path: Path) -> None:
@@ -81,6 +90,9 @@ class Session:
         # Evidence ids derived from paths under the test's home, and the ids the same files
         # get under /home/ada, which the pages show.
         self.to_doc: dict[str, str] = {}
+        # The ids that the page's commands printed so far, as this machine printed them: what
+        # a reader of the page has to use in a later command.
+        self.produced: set[str] = set()
         self.bash = subprocess.Popen(
             ["bash", "--noprofile", "--norc"],
             cwd=self.home,
@@ -99,11 +111,6 @@ class Session:
         for stream in (self.bash.stdin, self.bash.stdout):
             if stream is not None:
                 stream.close()
-
-    def to_real(self, text: str) -> str:
-        for real, doc in self.to_doc.items():
-            text = text.replace(doc, real)
-        return text.replace(DOC_HOME, str(self.home))
 
     def as_documented(self, text: str) -> str:
         for real, doc in self.to_doc.items():
@@ -133,7 +140,7 @@ class Session:
         assert self.bash.stdin is not None and self.bash.stdout is not None
         # `$?` is the previous command's exit code, as in a terminal.
         script = (
-            f"{{ (exit $_doc_rc); {self.to_real(command)}\n}} </dev/null; _doc_rc=$?; "
+            f"{{ (exit $_doc_rc); {command}\n}} </dev/null; _doc_rc=$?; "
             f"printf '\\n{_END}%d{_END}\\n' $_doc_rc\n"
         )
         self.bash.stdin.write(script.encode())
@@ -150,11 +157,12 @@ class Session:
             received += chunk
         self.learn_ids()
         output = received[: found.start()].decode("utf-8", "replace")
+        self.produced.update(STORED_ID.findall(output))
         return int(found.group(1)), self.as_documented(output)
 
     def python(self, example: Example) -> tuple[int, str]:
         ran = subprocess.run(
-            [sys.executable, "-c", self.to_real(example.body)],
+            [sys.executable, "-c", example.body],
             cwd=self.home,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -165,6 +173,7 @@ class Session:
             check=False,
         )
         self.learn_ids()
+        self.produced.update(STORED_ID.findall(ran.stdout))
         return ran.returncode, self.as_documented(ran.stdout)
 
 
@@ -173,13 +182,19 @@ _END = "\x1edoc-example-end\x1e"
 
 def _run(session: Session, example: Example) -> None:
     if example.language == "python":
+        if (why := unportable(example.body, session.produced)) is not None:
+            pytest.fail(
+                f"{example.where}: the Python example cannot run as written: {why}", pytrace=False
+            )
         code, output = session.python(example)
         if code != 0:
             pytest.fail(f"{example.where}: the Python example failed:\n{output}", pytrace=False)
         return
     for index, command in enumerate(example.commands):
-        code, output = session.shell(command.text)
         where = f"{example.name}:{command.line}: {command.text}"
+        if (why := unportable(command.text, session.produced)) is not None:
+            pytest.fail(f"{where}\ncannot run as written: {why}", pytrace=False)
+        code, output = session.shell(command.text)
         following = example.commands[index + 1 : index + 2]
         states_exit = example.language == "console" and _is_exit_check(following)
         if code != 0 and not states_exit:
@@ -208,7 +223,14 @@ NOT_RUN = [example for page in PAGES for example in examples(page, _name(page)) 
 
 @pytest.mark.parametrize("example", NOT_RUN, ids=[example.where for example in NOT_RUN])
 def test_examples_not_run(example: Example) -> None:
-    """Listed among the skipped tests of every run, with the reason the page gives."""
+    """Listed among the skipped tests of every run, with the reason the page gives; a reader
+    can still paste its commands, so they too name only what the reader has (the ids the
+    block's own outputs show, and placeholders)."""
+    shown: set[str] = set()
+    for command in example.commands or [Command(example.line, example.body)]:
+        if (why := unportable(command.text, shown)) is not None:
+            pytest.fail(f"{example.name}:{command.line}: {command.text}\n{why}", pytrace=False)
+        shown.update(STORED_ID.findall("\n".join(command.output)))
     pytest.skip(f"{example.where}: not run: {example.skipped}")
 
 
@@ -216,3 +238,50 @@ def test_every_page_of_the_manual_is_in_the_navigation() -> None:
     docs = REPO_ROOT / "docs"
     on_disk = set(docs.rglob("*.md"))
     assert on_disk == set(PAGES[1:])
+
+
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        ("lantern source show file:///home/ada/notes/release.md", "names /home/ada"),
+        ("lantern chunk show chk_4dc5b236f1657f17 --context 1", "names chk_4dc5b236f1657f17"),
+        ("lantern source remove src_9f68a3274a855261", "names src_9f68a3274a855261"),
+        ("lantern memory history mem_5757c89809963789", "names mem_5757c89809963789"),
+        ("lantern memory history mem_5757c89809963788", None),
+        ("lantern source show file://$HOME/notes/release.md", None),
+        ('lantern chunk show "$chunk" --context 1', None),
+        ("lantern chunk show chk_0123456789abcdef", None),
+        ("lantern memory show mem_00000000000000ff", None),
+    ],
+)
+def test_a_command_names_only_what_a_reader_has(command: str, problem: str | None) -> None:
+    produced = {"mem_5757c89809963788"}
+    why = unportable(command, produced)
+    if problem is None:
+        assert why is None
+    else:
+        assert why is not None and problem in why
+
+
+def test_commands_run_as_written_and_only_outputs_read_as_documented(tmp_path: Path) -> None:
+    session = Session(tmp_path)
+    try:
+        code, _ = session.shell(
+            "mkdir -p ~/notes && printf '# Notes\\n\\nRoll back.\\n' > ~/notes/a.md"
+            " && lantern ingest -q ~/notes"
+        )
+        assert code == 0
+        code, shown = session.shell("lantern search roll --ids")
+        # The page shows the id the chunk has under /home/ada; this machine's is another.
+        documented = shown.strip()
+        assert code == 0 and documented in session.to_doc.values()
+        assert documented not in session.produced and len(session.produced) == 1
+        code, output = session.shell(f"lantern chunk show {documented}")
+        assert code == 1 and f"no chunk with id '{documented}'" in output
+        code, output = session.shell(
+            'chunk=$(lantern search roll --ids); lantern chunk show "$chunk"'
+        )
+        assert code == 0 and f"{DOC_HOME}/notes/a.md" in output
+        assert session.shell("echo ~")[1] == f"{DOC_HOME}\n"
+    finally:
+        session.close()

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
 
 from lantern.cli.reference import render
+from lantern.mcpserver.server import TOOLS
 from tests.helpers import REPO_ROOT
+
+NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
 def test_cli_reference_is_current() -> None:
@@ -48,3 +53,23 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert script.rstrip().endswith("\npytest")
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     assert f"\n{install} && pytest\n" in readme
+
+
+def test_the_mcp_page_lists_the_servers_tools_and_counts_its_write_tools() -> None:
+    """The Tools table names every tool the server has, marks the ones that write (what
+    `--read-only` leaves out), and the restrictions count them right."""
+    page = (REPO_ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(lantern_\w+)` \|.*\| (write|read-only)[^|]*\|$", page, re.M)
+    assert rows == [(spec.name, "write" if spec.writes else "read-only") for spec in TOOLS]
+    writes = sum(spec.writes for spec in TOOLS)
+    said = re.findall(r"`--read-only` leaves the (\w+) write tools out", page)
+    assert said == [NUMBERS[writes]], f"docs/mcp.md should say {NUMBERS[writes]} write tools"
+
+
+def test_the_overview_installs_every_extra_of_a_feature() -> None:
+    """Installing, in the overview, shows each extra a feature needs (`all` is every one of
+    them at once)."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = set(project["project"]["optional-dependencies"]) - {"all"}
+    page = (REPO_ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert set(re.findall(r"^pip install '\.\[(\w+)\]'", page, re.M)) == extras

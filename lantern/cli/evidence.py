@@ -173,6 +173,12 @@ def ingest(
     help="Pass the query to the engine as it is (FTS5/tsquery); its mode is keyword.",
 )
 @click.option("--explain", is_flag=True, help="Show the ranking each hit came from, and its rank.")
+@click.option(
+    "--ids",
+    "ids_only",
+    is_flag=True,
+    help="Print only the hits' chunk ids, one a line: for a shell variable or a pipe.",
+)
 @json_option
 @click.pass_context
 def search(
@@ -188,6 +194,7 @@ def search(
     limit: int,
     raw: bool,
     explain: bool,
+    ids_only: bool,
     as_json: bool,
 ) -> None:
     """Search what chunks say, best matches first.
@@ -204,7 +211,11 @@ def search(
 
     \b
         lantern search '"release checklist"' deploy* --mode keyword --kind markdown
+
+    \b
+        chunk=$(lantern search rollback --limit 1 --ids)
     """
+    _one_output(ids_only=ids_only, as_json=as_json)
     hits = open_lantern(ctx).evidence.search(
         " ".join(query),
         kind=kinds,
@@ -220,6 +231,9 @@ def search(
     search_notes(hits.summary, "chunks", explain=explain)
     if as_json:
         emit_json([hit.to_json() for hit in hits])
+    elif ids_only:
+        for hit in hits:
+            click.echo(hit.chunk_id)
     else:
         for hit in hits:
             _show_hit(hit, explain=explain)
@@ -240,6 +254,12 @@ def source() -> None:
 @click.option("--uri-prefix", metavar="PREFIX", help="Only sources whose URI starts with this.")
 @click.option("--limit", type=int, default=100, show_default=True, help="At most this many.")
 @click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first.")
+@click.option(
+    "--ids",
+    "ids_only",
+    is_flag=True,
+    help="Print only the sources' ids, one a line: for a shell variable or a pipe.",
+)
 @json_option
 @click.pass_context
 def list_command(
@@ -248,18 +268,23 @@ def list_command(
     uri_prefix: str | None,
     limit: int,
     offset: int,
+    ids_only: bool,
     as_json: bool,
 ) -> None:
     """List sources in URI order, with their chunk counts.
 
     \b
-    lantern source list --kind markdown --uri-prefix file:///home/ada/notes/
+    lantern source list --kind markdown --uri-prefix file://$HOME/notes/
     """
+    _one_output(ids_only=ids_only, as_json=as_json)
     found = open_lantern(ctx).evidence.list_sources(
         kind=kinds, uri_prefix=uri_prefix, limit=limit, offset=offset
     )
     if as_json:
         emit_json([item.to_json() for item in found])
+    elif ids_only:
+        for item in found:
+            click.echo(item.id)
     else:
         for item in found:
             chunks = plural(item.chunk_count, "chunk")
@@ -297,7 +322,7 @@ def show_command(
     """Show a source's metadata, its chunks, and the memory records citing them.
 
     \b
-    lantern source show file:///home/ada/notes/todo.md --limit 100
+    lantern source show file://$HOME/notes/todo.md --limit 100
     """
     lantern = open_lantern(ctx)
     found = lantern.evidence.get_source(ref, with_chunks=not no_chunks, limit=limit, after=after)
@@ -375,6 +400,12 @@ def _read_stdin() -> str:
     from lantern.evidence.files import MAX_FILE_BYTES
 
     return read_stdin(MAX_FILE_BYTES, "evidence", encoding="utf-8-sig")
+
+
+def _one_output(*, ids_only: bool, as_json: bool) -> None:
+    """Refuse `--ids` with `--json`: a script reading either would get what it did not ask for."""
+    if ids_only and as_json:
+        raise click.UsageError("--ids and --json print different things: give one of them")
 
 
 def _offset(value: int | None) -> str:
