@@ -223,3 +223,14 @@ def test_import_summaries_agree_with_their_counts(run_cli: CliRun, tmp_path: Pat
     assert re.search(r" 0 chunks +3 memories +person:Ada$", ada), ada
     grace = next(line for line in listed if line.endswith("person:Grace"))
     assert re.search(r" 0 chunks +1 memory +person:Grace$", grace), grace
+
+
+def test_stats_counts_agree_with_their_nouns(run_cli: CliRun) -> None:
+    _ok(run_cli("memory", "add", "--kind", "fact", "--scope", "project:x", "One fact."))
+    stats = _ok(run_cli("memory", "stats")).splitlines()
+    assert stats[0] == "records: 1 in 1 scope"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d +1 change: created 1", stats[-1]), stats[-1]
+    _ok(run_cli("memory", "add", "--kind", "fact", "--scope", "project:y", "Two facts."))
+    stats = _ok(run_cli("memory", "stats")).splitlines()
+    assert stats[0] == "records: 2 in 2 scopes"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d +2 changes: created 2", stats[-1]), stats[-1]
