@@ -50,9 +50,9 @@ def _show_embeddings(found: dict[str, Any]) -> None:
     click.echo(f"{'embed_on_write:':<19}{_shown(found['on_write'])}")
     for model in found["models"]:
         click.echo(
-            f"{'vectors:':<19}{model['model']} ({model['dim']} dimensions): "
-            f"{model['records']} of {found['records']} records, "
-            f"{model['chunks']} of {found['chunks']} chunks"
+            f"{'vectors:':<19}{model['model']} ({counted(model['dim'], 'dimension')}): "
+            f"{model['records']} of {counted(found['records'], 'record')}, "
+            f"{model['chunks']} of {counted(found['chunks'], 'chunk')}"
         )
     if not found["models"]:
         click.echo(f"{'vectors:':<19}none (lantern embed computes them)")
@@ -173,8 +173,8 @@ def check_command(ctx: click.Context, as_json: bool) -> None:
         # Not raised: with --json the report above is the whole of stdout.
         count = len(report.problems)
         click.echo(
-            f"Error: the store at {where} is not healthy: {count} "
-            f"problem{'s' if count != 1 else ''} ({report.problems[0]})",
+            f"Error: the store at {where} is not healthy: {counted(count, 'problem')} "
+            f"({report.problems[0]})",
             err=True,
         )
         ctx.exit(NotAStore.exit_code)

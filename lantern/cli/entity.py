@@ -9,7 +9,15 @@ from __future__ import annotations
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import ProgressBar, emit_json, json_option, list_records, note
+from lantern.cli.output import (
+    ProgressBar,
+    counted,
+    emit_json,
+    json_option,
+    list_records,
+    note,
+    plural,
+)
 from lantern.entities.records import LinkChange
 
 
@@ -50,9 +58,11 @@ def list_command(
         emit_json([summary.to_json() for summary in found])
         return
     for summary in found:
+        chunks = plural(summary.chunk_count, "chunk")
+        memories = plural(summary.memory_count, "memory")
         click.echo(
-            f"{summary.id}  {summary.chunk_count:>6} chunks  {summary.memory_count:>5} memories"
-            f"  {summary.kind}:{summary.name}"
+            f"{summary.id}  {summary.chunk_count:>6} {chunks:<6}  "
+            f"{summary.memory_count:>5} {memories:<8}  {summary.kind}:{summary.name}"
         )
 
 
@@ -172,7 +182,7 @@ def extract_command(ctx: click.Context, as_json: bool) -> None:
         emit_json(report.to_json())
         return
     click.echo(
-        f"read {report.scanned} chunks ({report.skipped} already read): "
-        f"{report.links_added} links, {report.entities_added} new entities, "
+        f"read {counted(report.scanned, 'chunk')} ({report.skipped} already read): "
+        f"{counted(report.links_added, 'link')}, {counted(report.entities_added, 'new entity')}, "
         f"in {report.seconds:.2f} s"
     )

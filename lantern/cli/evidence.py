@@ -21,6 +21,7 @@ from lantern.cli.output import (
     plural,
     read_stdin,
     search_notes,
+    value_text,
     when,
 )
 from lantern.cli.parsing import CommandGroup, FreeTextCommand
@@ -228,7 +229,7 @@ def search(
         model=model,
         entity=list(entities),
     )
-    search_notes(hits.summary, "chunks", explain=explain)
+    search_notes(hits.summary, "chunk", explain=explain)
     if as_json:
         emit_json([hit.to_json() for hit in hits])
     elif ids_only:
@@ -440,7 +441,7 @@ def _show_source(item: Source) -> None:
         click.echo(f"{name + ':':<14}{value}")
     click.echo("metadata:")
     for key, value in item.metadata.items():
-        click.echo(f"  {key}: {value}")
+        click.echo(f"  {key}: {value_text(value)}")
 
 
 def _show_links(item: Chunk, *, indent: str) -> None:
@@ -448,7 +449,7 @@ def _show_links(item: Chunk, *, indent: str) -> None:
         names = ", ".join(f"{entity.name} ({entity.kind})" for entity in item.entities)
         click.echo(f"{indent}entities: {names}")
     for embedding in item.embeddings:
-        click.echo(f"{indent}embedding: {embedding.model}, {embedding.dim} dimensions")
+        click.echo(f"{indent}embedding: {embedding.model}, {counted(embedding.dim, 'dimension')}")
 
 
 def _show_chunk(detail: ChunkDetail) -> None:
@@ -460,10 +461,10 @@ def _show_chunk(detail: ChunkDetail) -> None:
         ("offsets", f"{_offset(item.start_offset)}-{_offset(item.end_offset)}"),
         ("created_at", when(item.created_at)),
     ]
+    fields += [(f"meta.{key}", value_text(value)) for key, value in item.metadata.items()]
     for name, value in fields:
-        click.echo(f"{name + ':':<12}{value}")
-    for key, value in item.metadata.items():
-        click.echo(f"{'meta.' + key + ':':<12}{value}")
+        # Aligned at 12 columns; a longer name keeps one space before its value.
+        click.echo(f"{name + ':':<11} {value}")
     _show_links(item, indent="")
     for neighbour in detail.before:
         click.echo(f"--- #{neighbour.ordinal} {neighbour.id} (before)")

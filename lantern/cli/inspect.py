@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import click
 
 from lantern.cli.context import open_lantern
-from lantern.cli.output import emit_json, json_option, when
+from lantern.cli.output import counted, emit_json, json_option, when
 
 
 @click.command("inspect")
@@ -26,7 +26,7 @@ def inspect(ctx: click.Context, as_json: bool) -> None:
         return
     rows = [
         ("location", str(found.path) if found.path else found.url),
-        ("size", f"{found.size_bytes} bytes"),
+        ("size", counted(found.size_bytes, "byte")),
         ("revision", found.revision or "-"),
         ("journal_mode", found.journal_mode or "-"),
         ("sources", str(found.sources)),

@@ -6,7 +6,7 @@ rule (validation, state changes, ordering) lives in `lantern.memory.repository`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import click
@@ -15,12 +15,15 @@ from lantern.cli.context import open_lantern
 from lantern.cli.output import (
     MODE_HELP,
     MODEL_HELP,
+    counted,
     emit_json,
     json_option,
+    json_text,
     list_records,
     note,
     origin_text,
     page_hint,
+    plural,
     read_stdin,
     ref_text,
     search_notes,
@@ -416,7 +419,7 @@ def search_command(
         query, mode=mode, model=model, order=order, limit=limit, **_filters(params)
     )
     explain, with_cursor = params["explain"], params["with_cursor"]
-    search_notes(matches.summary, "records", explain=explain)
+    search_notes(matches.summary, "record", explain=explain)
     if as_json:
         by_relevance = order == "relevance"
         rendered = [m.to_json(explain=explain, by_relevance=by_relevance) for m in matches]
@@ -446,7 +449,7 @@ def similar_command(
         lantern memory similar mem_0123456789abcdef --limit 5
     """
     matches = open_lantern(ctx).memory.similar(record_id, limit=limit, model=model)
-    search_notes(matches.summary, "records", explain=False)
+    search_notes(matches.summary, "record", explain=False)
     if as_json:
         emit_json([match.to_json() for match in matches])
         return
@@ -600,7 +603,7 @@ def stats_command(
     if as_json:
         emit_json(stats.to_json())
         return
-    click.echo(f"records: {stats.total} in {stats.scope_count} scopes")
+    click.echo(f"records: {stats.total} in {counted(stats.scope_count, 'scope')}")
     click.echo("by status: " + _counts_text(stats.by_status))
     click.echo("by kind: " + _counts_text(stats.by_kind))
     click.echo(f"expired but active: {stats.expired_active}")
@@ -610,7 +613,7 @@ def stats_command(
         total = sum(day.counts.values())
         if total:
             changed = _counts_text({k: v for k, v in day.counts.items() if v})
-            click.echo(f"{day.to_json()['day']}  {total:>6} changes: {changed}")
+            click.echo(f"{day.to_json()['day']}  {total:>6} {plural(total, 'change')}: {changed}")
 
 
 @memory.command("archive")
@@ -657,7 +660,7 @@ def expire_command(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         return
     list_records(records)
     verb = "would archive" if dry_run else "archived"
-    note(f"{verb} {len(records)} expired record{'' if len(records) == 1 else 's'}")
+    note(f"{verb} {counted(len(records), 'expired record')}")
 
 
 @memory.command("forget")
@@ -754,7 +757,7 @@ def check_refs_command(ctx: click.Context, as_json: bool) -> None:
         return
     for item in dangling:
         click.echo(f"{item.record_id}  {item.type}:{item.id}")
-    note(f"{len(dangling)} dangling reference{'' if len(dangling) == 1 else 's'}")
+    note(counted(len(dangling), "dangling reference"))
 
 
 # --- rendering ---------------------------------------------------------------------------------
@@ -819,12 +822,19 @@ def _show_match(match: MemoryMatch, *, explain: bool, by_relevance: bool) -> Non
 
 
 def _value_text(value: Any) -> str:
+    """A field's value in a history line: text quoted and cut at 60 characters, `null`, a
+    number, a list of them in brackets (`entities=['person:Ada']`), a source reference as
+    `TYPE:ID` (or its JSON object when it holds more)."""
     if isinstance(value, str):
         shown = " ".join(value.split())
         return repr(shown if len(shown) <= 60 else shown[:57] + "...")
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(ref_text(item) for item in value) + "]"
-    return "null" if value is None else str(value)
+        return "[" + ", ".join(_value_text(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        return ref_text(value)
+    if isinstance(value, bool) or value is None:
+        return json_text(value)
+    return str(value)
 
 
 def _changes_text(entry: HistoryEntry) -> str:

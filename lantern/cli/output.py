@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -70,7 +71,36 @@ def wants_json(ctx: click.Context) -> bool:
 
 
 def emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, indent=2))
+    click.echo(json_text(value, indent=2))
+
+
+def json_text(value: Any, *, indent: int | None = None) -> str:
+    """`value` as JSON text, for `--json` and for values shown inside human output.
+
+    Records are frozen: their mappings are read-only views (`MappingProxyType`), nested ones
+    included, and their sequences tuples. Any mapping is written as a JSON object and any
+    tuple as an array, so that no caller has to thaw a record before showing it.
+    """
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=_plain_json)
+
+
+def _plain_json(value: object) -> object:
+    # Called by json.dumps for what it cannot encode; it encodes the dict returned in turn.
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def value_text(value: Any) -> str:
+    """A stored value (metadata, a setting) as a person reads it: a one-line string as it is,
+    anything else as JSON (`null`, `true`, `3`, `["a", "b"]`, `{"k": 1}`).
+
+    A string that would be misread bare (empty, spread over lines, with spaces at an end) is
+    quoted as JSON.
+    """
+    if isinstance(value, str) and value and value == value.strip() and value.isprintable():
+        return value
+    return json_text(value)
 
 
 def note(message: str) -> None:
@@ -172,18 +202,21 @@ def _json_in_argv(ctx: click.Context) -> bool:
     return "--json" in options
 
 
+# The words whose plural is not the word and an s.
 _PLURALS = {
     "memory": "memories",
     "entity": "entities",
-    "history entry": "history entries",
+    "entry": "entries",
 }
 
 
 def plural(count: int, noun: str) -> str:
-    """The noun for `count` of it: `chunk` for 1, `chunks` otherwise."""
+    """The noun for `count` of it: `chunk` for 1, `chunks` otherwise. In a noun of several
+    words the last one agrees (`new entity`, `new entities`)."""
     if count == 1:
         return noun
-    return _PLURALS.get(noun, noun + "s")
+    head, space, last = noun.rpartition(" ")
+    return head + space + _PLURALS.get(last, last + "s")
 
 
 def counted(count: int, noun: str) -> str:
@@ -201,11 +234,19 @@ def when(seconds: int | None) -> str:
     return f"{stamp} ({seconds})"
 
 
-def ref_text(ref: Any) -> str:
-    keys = set(ref)
-    if keys == {"type", "id"}:
+def ref_text(ref: Mapping[str, Any]) -> str:
+    """A source reference: `TYPE:ID` when that is all it holds, else its JSON object."""
+    if set(ref) == {"type", "id"}:
         return f"{ref['type']}:{ref['id']}"
-    return json.dumps(dict(ref), ensure_ascii=False)
+    return json_text(ref)
+
+
+def status_text(record: MemoryRecord, at: int) -> str:
+    """The status a listing shows: `expired` for an active record whose `expires_at` has
+    passed at `at` (still active until `memory expire` archives it), else the status."""
+    if record.status == "active" and record.is_expired(at):
+        return "expired"
+    return record.status
 
 
 def show_record(record: MemoryRecord) -> None:
@@ -230,12 +271,17 @@ def show_record(record: MemoryRecord) -> None:
         click.echo(f"  {line}")
 
 
-def list_records(records: Iterable[MemoryRecord]) -> None:
+def list_records(records: Iterable[MemoryRecord], *, at: int | None = None) -> None:
+    """One line per record: id, status (`expired` marks an active record past its
+    `expires_at`, see `status_text`), priority, urgency, confidence, kind, scope, content.
+    `at` is the time expiry is judged at, now by default."""
+    at = int(time.time()) if at is None else at
     for record in records:
         content = " ".join(record.content.split())
         click.echo(
-            f"{record.id}  {record.status:<10}  p{record.priority:<3} u{record.urgency:<3} "
-            f"c{record.confidence:<4g}  {record.kind:<11}  {record.scope}  {content}"
+            f"{record.id}  {status_text(record, at):<10}  p{record.priority:<3} "
+            f"u{record.urgency:<3} c{record.confidence:<4g}  {record.kind:<11}  {record.scope}  "
+            f"{content}"
         )
 
 
@@ -250,7 +296,7 @@ def origin_text(hit: Any) -> str:
     )
 
 
-def search_notes(summary: Any, items: str, *, explain: bool) -> None:
+def search_notes(summary: Any, item: str, *, explain: bool) -> None:
     """What a search that compared vectors did, on stderr: with `--explain`, its mode, model
     and count of what has no vector; without, that count only when it is not 0, so that
     nothing is missed silently. A keyword search (or the default where there are no vectors)
@@ -265,17 +311,15 @@ def search_notes(summary: Any, items: str, *, explain: bool) -> None:
     if summary.without_vector:
         count = summary.without_vector
         one = count == 1
-        named, verb, them, their = (
-            (items.rstrip("s"), "has", "it", "its") if one else (items, "have", "them", "their")
-        )
+        verb, them, their = ("has", "it", "its") if one else ("have", "them", "their")
         how = (
             f"only {their} words could find {them}"
             if summary.mode == "hybrid"
             else f"this search could not find {them}"
         )
         note(
-            f"{count} {named} that the search could return {verb} no vector of {summary.model}, "
-            f"so {how}; lantern embed computes {them}"
+            f"{counted(count, item)} that the search could return {verb} no vector of "
+            f"{summary.model}, so {how}; lantern embed computes {them}"
         )
 
 

@@ -21,6 +21,20 @@ _NOUNS = {
 }
 
 
+# The kinds of item another memory system's file holds, as its report's JSON keys name them
+# (plural), and the noun of one.
+_ITEM_NOUNS = {
+    "entities": "entity",
+    "memories": "memory",
+    "observations": "observation",
+    "relations": "relation",
+}
+
+
+def _item_noun(kind: str) -> str:
+    return _ITEM_NOUNS.get(kind, kind)
+
+
 @click.command("export")
 @click.option(
     "--scope",
@@ -130,13 +144,14 @@ def import_(
         if as_json:
             emit_json(foreign.to_json())
             return
-        read = ", ".join(f"{n} {kind}" for kind, n in foreign.read.items())
+        read = ", ".join(counted(n, _item_noun(kind)) for kind, n in foreign.read.items())
         verb = "would add" if dry_run else "added"
         click.echo(
-            f"read {read}: {verb} {foreign.added} memory records, {foreign.present} already present"
+            f"read {read}: {verb} {counted(foreign.added, 'memory record')}, "
+            f"{foreign.present} already present"
         )
         for kind, n in foreign.ignored.items():
-            note(f"left out {n} {kind} (not memories)")
+            note(f"left out {counted(n, _item_noun(kind))} (not memories)")
         return
     if file == "-":
         report = lantern.import_jsonl(sys.stdin.buffer)
