@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from lantern.cli import cli
-from tests.helpers import HIT_KEYS, lantern_process
+from tests.helpers import HIT_KEYS, extra_hint, lantern_process
 
 HASHING = "lantern-hashing-v1-256"
 RECORD_KEYS = [
@@ -188,7 +188,7 @@ def test_without_the_extra(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
         assert result.exit_code == 1
         assert result.stderr == (
             "Error: the minilm embedding provider needs the Python module 'onnxruntime', which "
-            "is not installed: pip install 'lantern[embed]'\n"
+            f"is not installed: {extra_hint('embed')}\n"
         )
     hits = ok_json(run(store, "search", "exit code", "--json"))
     assert hits and {hit["mode"] for hit in hits} == {"any"}
