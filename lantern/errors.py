@@ -180,10 +180,92 @@ class NoStore(LanternError):
 
 
 class MissingDependency(LanternError):
-    """An optional extra is needed for this feature and is not installed."""
+    """An optional extra is needed for this feature and is not installed; the message ends
+    with `install_hint` of that extra."""
 
     exit_code = 1
     code = "missing_dependency"
+
+
+DISTRIBUTION = "lantern"
+_OWN_ENTRY_POINTS = "lantern.embedding_providers"
+
+
+def install_hint(extra: str, *, upgrade: bool = False) -> str:
+    """How to install this Lantern's optional `extra` (`ui`, `mcp`, `embed`, `postgres`).
+
+    `pip install 'lantern[ui]'` would fetch an unrelated project of that name from the package
+    index, so the hint installs from where this Lantern came from, as pip recorded it in the
+    distribution's `direct_url.json` (PEP 610): the checkout (editable or not), the archive or
+    the repository. Where that is unknown (another installer, or no distribution of this
+    project installed), it says so in words rather than guessing a command that would install
+    the wrong thing. Read only when a hint is printed, so nothing is imported before.
+    """
+    flags = "--upgrade " if upgrade else ""
+    origin = _direct_url()
+    requirement = None if origin is None else requirement_from(extra, origin)
+    if requirement is not None:
+        editable, target = requirement
+        return f"pip install {flags}{'-e ' if editable else ''}{target}"
+    return (
+        f"install Lantern with its {extra} extra from where you installed it "
+        f"(from a checkout: pip install {flags}'.[{extra}]')"
+    )
+
+
+def requirement_from(extra: str, origin: dict[str, object]) -> tuple[bool, str] | None:
+    """What `pip install` takes to install `extra` from the origin a `direct_url.json` holds,
+    shell-quoted, and whether it was an editable install; None for an origin that is gone or
+    not understood."""
+    import shlex
+    from pathlib import Path
+    from urllib.parse import unquote, urlsplit
+
+    url = origin.get("url")
+    if not isinstance(url, str) or not url:
+        return None
+    subdirectory = origin.get("subdirectory")
+    vcs = origin.get("vcs_info")
+    if isinstance(vcs, dict):
+        revision = vcs.get("requested_revision") or vcs.get("commit_id")
+        at = f"@{revision}" if isinstance(revision, str) and revision else ""
+        within = f"#subdirectory={subdirectory}" if isinstance(subdirectory, str) else ""
+        return False, shlex.quote(f"{DISTRIBUTION}[{extra}] @ {vcs.get('vcs')}+{url}{at}{within}")
+    parts = urlsplit(url)
+    if parts.scheme != "file":
+        return False, shlex.quote(f"{DISTRIBUTION}[{extra}] @ {url}")
+    path = Path(unquote(parts.path))
+    info = origin.get("dir_info")
+    if isinstance(info, dict):
+        if isinstance(subdirectory, str):
+            path = path / subdirectory
+        if not path.is_dir():
+            return None
+        return bool(info.get("editable")), shlex.quote(f"{path}[{extra}]")
+    if not path.is_file():
+        return None
+    return False, shlex.quote(f"{path}[{extra}]")
+
+
+def _direct_url() -> dict[str, object] | None:
+    """The installed distribution's `direct_url.json`, when it is this project's."""
+    import json
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        found = distribution(DISTRIBUTION)
+    except PackageNotFoundError:
+        return None
+    if not any(entry.group == _OWN_ENTRY_POINTS for entry in found.entry_points):
+        return None  # another project's distribution of the same name
+    recorded = found.read_text("direct_url.json")
+    if recorded is None:
+        return None
+    try:
+        origin = json.loads(recorded)
+    except ValueError:
+        return None
+    return origin if isinstance(origin, dict) else None
 
 
 class EmbeddingFailed(LanternError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,6 +15,15 @@ from click.testing import Result
 
 LANTERN_BIN = Path(sys.executable).with_name("lantern")
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def extra_hint(extra: str, *, upgrade: bool = False) -> str:
+    """What Lantern says to install a missing extra when it runs from this checkout's editable
+    install (`pip install -e ".[dev]"`, as the README sets up the tests): that checkout with
+    the extra, never the unrelated `lantern` of the package index."""
+    flags = "--upgrade " if upgrade else ""
+    return f"pip install {flags}-e {shlex.quote(f'{REPO_ROOT}[{extra}]')}"
+
 
 # The pinned JSON keys of a source and a chunk, in order (docs/json.md, "Sources and chunks").
 SOURCE_KEYS = [

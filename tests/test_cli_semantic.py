@@ -6,15 +6,19 @@ one line with the documented exit code. The store is SQLite (the engines are com
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 
+from lantern.api import Lantern
 from lantern.cli import cli
-from tests.helpers import HIT_KEYS, lantern_process
+from tests.helpers import HIT_KEYS, ProcessRun, extra_hint, lantern_process
+from tests.memory_helpers import add_source
 
 HASHING = "lantern-hashing-v1-256"
 RECORD_KEYS = [
@@ -188,7 +192,7 @@ def test_without_the_extra(store: str, monkeypatch: pytest.MonkeyPatch) -> None:
         assert result.exit_code == 1
         assert result.stderr == (
             "Error: the minilm embedding provider needs the Python module 'onnxruntime', which "
-            "is not installed: pip install 'lantern[embed]'\n"
+            f"is not installed: {extra_hint('embed')}\n"
         )
     hits = ok_json(run(store, "search", "exit code", "--json"))
     assert hits and {hit["mode"] for hit in hits} == {"any"}
@@ -199,6 +203,7 @@ def test_the_real_executable(store: str) -> None:
     embedded = lantern_process("--db", store, "embed", "--json", env=env)
     assert embedded.returncode == 0, embedded.stderr
     assert json.loads(embedded.stdout)["memory"]["embedded"] == 3
+    assert embedded.stderr == ""  # each side done in one batch: no progress to tell
     found = lantern_process("--db", store, "memory", "search", "tea", "--json", env=env)
     assert json.loads(found.stdout)[0]["mode"] == "hybrid"
     wrong = lantern_process("--db", store, "search", "x", "--mode", "fuzzy", env=env)
@@ -206,3 +211,62 @@ def test_the_real_executable(store: str) -> None:
     unknown = lantern_process("--db", store, "search", "x", "--model", "bert", env=env)
     assert unknown.returncode == 1 and len(unknown.stderr.splitlines()) == 1
     assert "Traceback" not in unknown.stderr
+
+
+_PROGRESS = re.compile(
+    r"lantern: embedding (memory records|chunks): (\d+)/(\d+) \((\d+)%\), \d+\.\d s elapsed"
+)
+
+
+def _progress(stderr: str) -> dict[str, list[tuple[int, int, int]]]:
+    """The progress lines of `lantern embed`, each checked whole: (done, total, percent) by
+    side, in order."""
+    sides: dict[str, list[tuple[int, int, int]]] = {}
+    for line in stderr.splitlines():
+        matched = _PROGRESS.fullmatch(line)
+        assert matched, f"not a progress line: {line!r}"
+        side, done, total, percent = matched.groups()
+        sides.setdefault(side, []).append((int(done), int(total), int(percent)))
+    return sides
+
+
+def test_embed_logs_progress_lines_when_stderr_is_not_a_terminal(
+    run_lantern: ProcessRun, store_url: str
+) -> None:
+    """A long run in a log or CI says how far it is: a line every 5 %, plain text, and the
+    JSON on stdout is what it always was."""
+    with Lantern.open(store_url) as lt:
+        add_source(lt, "notes://long", [f"Note {n} is about topic {n}." for n in range(1000)])
+        lt.memory.add_many([{"kind": "fact", "content": f"Fact number {n}."} for n in range(300)])
+    env = {"LANTERN_EMBED_MODEL": "hashing"}
+    ran = run_lantern("embed", "--json", env=env)
+    assert ran.returncode == 0, ran.stderr
+    summary = json.loads(ran.stdout)
+    assert list(summary) == ["provider", "model", "memory", "sources", "seconds"]
+    assert (summary["provider"], summary["model"]) == ("hashing", HASHING)
+    assert {side: (summary[side]["embedded"], summary[side]["unchanged"]) for side in (
+        "memory", "sources")} == {"memory": (300, 0), "sources": (1000, 0)}  # fmt: skip
+    progress = _progress(ran.stderr)
+    assert list(progress) == ["memory records", "chunks"]  # in the order they run
+    for side, total in (("memory records", 300), ("chunks", 1000)):
+        lines = progress[side]
+        done = [line[0] for line in lines]
+        assert done == sorted(set(done)) and done[-1] == total
+        assert all(t == total and p == d * 100 // total for d, t, p in lines)
+        percents = [p for _d, _t, p in lines]
+        # A line every 5 % and no more often (the 10 s clock never fires in so short a run):
+        # one in each 5 % step that the batches reach, plus the last.
+        assert all(b // 5 > a // 5 or b == 100 for a, b in itertools.pairwise(percents))
+    assert {p // 5 for _d, _t, p in progress["chunks"]} == set(range(1, 21))
+    assert len(progress["chunks"]) < 1000 / 32  # fewer lines than batches
+
+    quiet = run_lantern("embed", "--json", "--quiet", env=env)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    again = json.loads(quiet.stdout)
+    assert {side: (again[side]["embedded"], again[side]["unchanged"]) for side in (
+        "memory", "sources")} == {"memory": (0, 300), "sources": (0, 1000)}  # fmt: skip
+
+    text = run_lantern("embed", "--sources", env=env)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("chunks: 0 embedded, 1000 unchanged; model ")
+    assert list(_progress(text.stderr)) == ["chunks"]

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 from click.testing import CliRunner, Result
 
 from alembic import command
@@ -195,6 +196,71 @@ def test_sqlite_index_and_file_problems_are_found(db_path: Path) -> None:
     ]
     assert failed["foreign_keys"] == ["chunks row 4 references a missing sources row"]
     assert kept.id not in json.dumps(failed)
+
+
+def test_a_superseded_record_checks_clean(run_cli: CliRun, store_url: str) -> None:
+    """`supersedes_id` refers to its own table; a record that replaces another is no orphan."""
+    added = run_cli("memory", "add", "--kind", "fact", "The deadline is Friday.")
+    assert added.exit_code == 0, added.stderr
+    replaced = run_cli(
+        "memory", "supersede", added.stdout.strip(), "--content", "The deadline is Monday."
+    )
+    assert replaced.exit_code == 0, replaced.stderr
+    code, report, stderr = _check(run_cli)
+    assert (code, _failed(report), stderr) == (0, {}, "")
+    assert report["checks"] == HEALTHY_CHECKS
+
+
+def _damage_without_foreign_keys(store_url: str, *statements: str) -> None:
+    """Run `statements` as an old or careless tool could: SQLite with its foreign keys off,
+    PostgreSQL after dropping the constraints of the tables they write to."""
+    if "://" not in store_url:
+        conn = sqlite3.connect(store_url)
+        conn.executescript("PRAGMA foreign_keys = OFF;\n" + ";\n".join(statements))
+        conn.close()
+        return
+    engine = sqlalchemy.create_engine(store_url)
+    with engine.begin() as conn:
+        for table in ("memory_records", "memory_refs"):
+            for key in sqlalchemy.inspect(conn).get_foreign_keys(table):
+                conn.exec_driver_sql(f"ALTER TABLE {table} DROP CONSTRAINT {key['name']}")
+        for statement in statements:
+            conn.exec_driver_sql(statement)
+    engine.dispose()
+
+
+def test_references_to_missing_rows_are_found_on_every_engine(
+    run_cli: CliRun, store_url: str
+) -> None:
+    with Lantern.open(store_url) as lt:
+        old = lt.memory.add(kind="fact", content="The deadline is Friday.")
+        new = lt.memory.supersede(old.id, content="The deadline is Monday.")
+        kept = lt.memory.add(kind="fact", content="Unrelated and sound.")
+    _damage_without_foreign_keys(
+        store_url,
+        f"UPDATE memory_records SET supersedes_id = 'mem_missing' WHERE id = '{new.id}'",
+        "INSERT INTO memory_refs (record_id, ref_type, ref_id) VALUES ('mem_gone', 'session', 's')",
+    )
+    code, report, _stderr = _check(run_cli)
+    assert code == 4
+    problems = _failed(report)["foreign_keys"]
+    if "://" in store_url:
+        assert problems == [
+            f"memory_records row {new.id} references a missing memory_records row "
+            "(supersedes_id = mem_missing)",
+            "memory_refs row (mem_gone, session, s) references a missing memory_records row "
+            "(record_id = mem_gone)",
+        ]
+    else:
+        conn = sqlite3.connect(store_url)
+        [(record_row,)] = conn.execute("SELECT rowid FROM memory_records WHERE id = ?", (new.id,))
+        [(ref_row,)] = conn.execute("SELECT rowid FROM memory_refs WHERE record_id = 'mem_gone'")
+        conn.close()
+        assert sorted(problems) == [
+            f"memory_records row {record_row} references a missing memory_records row",
+            f"memory_refs row {ref_row} references a missing memory_records row",
+        ]
+    assert old.id not in json.dumps(problems) and kept.id not in json.dumps(problems)
 
 
 def test_rebuild_index_repairs_what_check_found(run_cli: CliRun, store_url: str) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,10 +14,10 @@ from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import DBAPIError
 
 from lantern.api import Lantern
-from lantern.errors import InvalidInput, NotAStore, StoreBusy, StoreIOError
+from lantern.errors import InvalidInput, NotAStore, StoreBusy, StoreIOError, requirement_from
 from lantern.store.engine import translate, translate_errors
 from lantern.store.location import resolve
-from tests.helpers import lantern_process
+from tests.helpers import REPO_ROOT, lantern_process
 
 
 def test_busy_past_the_timeout_is_exit_code_3(db_path: Path) -> None:
@@ -143,3 +147,109 @@ def test_error_messages_are_printable_utf8() -> None:
     assert InvalidInput("no memory record with id 'a\udcffb'").message == (
         "no memory record with id 'a\\udcffb'"
     )
+
+
+_UI_WITHOUT_STARLETTE = (
+    "import sys; sys.modules['starlette'] = None; "
+    "sys.argv = ['lantern', '--db', sys.argv[1], 'ui']; "
+    "from lantern.cli import main; main()"
+)
+
+
+def _installed_as(tmp_path: Path, *, entry_points: str, origin: dict[str, object]) -> Path:
+    """A directory holding the installed metadata of a `lantern` distribution, to put first
+    on the path: what pip leaves in site-packages (PEP 610's direct_url.json among it)."""
+    site = tmp_path / "site"
+    info = site / "lantern-2.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lantern\nVersion: 2.0\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    (info / "direct_url.json").write_text(json.dumps(origin))
+    return site
+
+
+def _ui_hint(tmp_path: Path, site: Path) -> list[str]:
+    ran = subprocess.run(
+        [sys.executable, "-c", _UI_WITHOUT_STARLETTE, str(tmp_path / "s.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO_ROOT)])},
+    )
+    assert ran.returncode == 1 and ran.stdout == ""
+    assert not (tmp_path / "s.db").exists()
+    return ran.stderr.splitlines()
+
+
+def test_a_missing_extra_names_the_checkout_lantern_was_installed_from(tmp_path: Path) -> None:
+    checkout = tmp_path / "src" / "my lantern"
+    checkout.mkdir(parents=True)
+    site = _installed_as(
+        tmp_path,
+        entry_points="[lantern.embedding_providers]\nhashing = x:y\n",
+        origin={"url": checkout.as_uri(), "dir_info": {}},
+    )
+    assert _ui_hint(tmp_path, site) == [
+        f"Error: the web view needs starlette (the ui extra): pip install '{checkout}[ui]'"
+    ]
+
+
+def test_a_missing_extra_never_points_at_another_project_called_lantern(tmp_path: Path) -> None:
+    """The index's `lantern` is another project: when it is what is installed (this Lantern
+    running from a checkout on the path), its origin is not this Lantern's."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    site = _installed_as(
+        tmp_path,
+        entry_points="[console_scripts]\nlantern = other:main\n",
+        origin={"url": elsewhere.as_uri(), "dir_info": {}},
+    )
+    [line] = _ui_hint(tmp_path, site)
+    assert line == (
+        "Error: the web view needs starlette (the ui extra): install Lantern with its ui extra "
+        "from where you installed it (from a checkout: pip install '.[ui]')"
+    )
+    assert "'lantern[" not in line
+
+
+@pytest.mark.parametrize(
+    ("origin", "expected"),
+    [
+        (
+            {
+                "url": "https://example.org/team/lantern.git",
+                "vcs_info": {"vcs": "git", "requested_revision": "v0.1", "commit_id": "ab12"},
+            },
+            (False, "'lantern[mcp] @ git+https://example.org/team/lantern.git@v0.1'"),
+        ),
+        (
+            {
+                "url": "https://example.org/mono.git",
+                "vcs_info": {"vcs": "git", "commit_id": "ab12"},
+                "subdirectory": "python/lantern",
+            },
+            (
+                False,
+                "'lantern[mcp] @ git+https://example.org/mono.git@ab12#subdirectory=python/lantern'",
+            ),
+        ),
+        (
+            {"url": "https://example.org/lantern-0.1.0.tar.gz", "archive_info": {}},
+            (False, "'lantern[mcp] @ https://example.org/lantern-0.1.0.tar.gz'"),
+        ),
+        ({"url": "file:///nonexistent/lantern", "dir_info": {"editable": True}}, None),
+        ({"url": "file:///nonexistent/lantern-0.1.0.whl", "archive_info": {}}, None),
+        ({"dir_info": {}}, None),
+    ],
+)
+def test_each_recorded_origin_gives_what_pip_installs_from_it(
+    origin: dict[str, object], expected: tuple[bool, str] | None
+) -> None:
+    assert requirement_from("mcp", origin) == expected
+
+
+def test_an_editable_checkout_stays_editable(tmp_path: Path) -> None:
+    origin = {"url": tmp_path.as_uri(), "dir_info": {"editable": True}}
+    assert requirement_from("embed", origin) == (True, f"'{tmp_path}[embed]'")

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from lantern.cli import cli
-from tests.helpers import LANTERN_BIN, REPO_ROOT, lantern_process, python_output
+from tests.helpers import LANTERN_BIN, REPO_ROOT, extra_hint, lantern_process, python_output
 
 
 def test_print_config_names_this_executable_and_an_absolute_store(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_without_the_sdk_the_command_says_what_to_install(tmp_path: Path) -> Non
     )
     assert ran.returncode == 1
     assert ran.stdout == ""
-    assert ran.stderr == ("Error: the MCP server needs the MCP SDK: pip install 'lantern[mcp]'\n")
+    assert ran.stderr == f"Error: the MCP server needs the MCP SDK: {extra_hint('mcp')}\n"
     assert not (tmp_path / "s.db").exists()
 
 
@@ -92,7 +92,7 @@ def test_an_sdk_older_than_version_2_is_named(monkeypatch: pytest.MonkeyPatch) -
     assert result.exit_code == 1
     assert result.stderr == (
         "Error: the MCP server needs version 2 of the MCP SDK, found 1.26.0: "
-        "pip install --upgrade 'lantern[mcp]'\n"
+        f"{extra_hint('mcp', upgrade=True)}\n"
     )
 
 

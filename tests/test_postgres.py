@@ -8,7 +8,7 @@ import sys
 
 from lantern.api import Lantern
 from lantern.store import migrations
-from tests.helpers import lantern_process
+from tests.helpers import extra_hint, lantern_process
 
 
 def test_a_missing_driver_says_what_to_install() -> None:
@@ -24,7 +24,7 @@ def test_a_missing_driver_says_what_to_install() -> None:
     )
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        "Error: PostgreSQL support needs the psycopg driver: pip install 'lantern[postgres]'"
+        f"Error: PostgreSQL support needs the psycopg driver: {extra_hint('postgres')}"
     )
 
 

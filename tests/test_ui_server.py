@@ -24,7 +24,7 @@ from lantern.ui.app import build_app
 from lantern.ui.fields import MEMORY_FILTERS
 from lantern.ui.security import CONTENT_SECURITY_POLICY, cookie_name
 from lantern.ui.views import Site
-from tests.helpers import command_at, lantern_process, python_output
+from tests.helpers import command_at, extra_hint, lantern_process, python_output
 from tests.legacy_stores import build_legacy_store
 from tests.ui_stores import build_demo_store, build_hostile_store
 
@@ -440,7 +440,7 @@ def test_without_the_extra_the_command_says_what_to_install(tmp_path: Path) -> N
     )
     assert ran.returncode == 1
     assert ran.stderr.splitlines() == [
-        "Error: the web view needs starlette (the ui extra): pip install 'lantern[ui]'"
+        f"Error: the web view needs starlette (the ui extra): {extra_hint('ui')}"
     ]
     assert not (tmp_path / "s.db").exists()
 

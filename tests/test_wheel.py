@@ -150,3 +150,21 @@ def test_installed_lantern_serves_the_web_view_from_the_wheel(
     finally:
         process.terminate()
         process.communicate(timeout=30)
+
+
+def test_installed_lantern_says_to_install_an_extra_from_its_wheel(
+    installed: Path, tmp_path: Path
+) -> None:
+    """The index's `lantern` is another project: the hint installs the extra from the wheel
+    this Lantern was installed from, as pip recorded it."""
+    [wheel] = (installed.parent.parent / "dist").glob("lantern-*.whl")
+    script = (
+        "import sys; sys.modules['starlette'] = None; "
+        "sys.argv = ['lantern', '--db', sys.argv[1], 'ui']; "
+        "from lantern.cli import main; main()"
+    )
+    ran = _run(installed / "python", "-c", script, tmp_path / "s.db", cwd=tmp_path)
+    assert ran.returncode == 1
+    assert ran.stderr.splitlines() == [
+        f"Error: the web view needs starlette (the ui extra): pip install '{wheel}[ui]'"
+    ]

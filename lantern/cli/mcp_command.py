@@ -15,10 +15,9 @@ import click
 
 from lantern.cli.output import emit_json, json_option, note
 from lantern.cli.parsing import CommandGroup
-from lantern.errors import MissingDependency
+from lantern.errors import MissingDependency, install_hint
 from lantern.loading import loading
 
-INSTALL_HINT = "pip install 'lantern[mcp]'"
 _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"})
 
 
@@ -258,7 +257,7 @@ def _load_server() -> Callable[..., int]:
     from importlib.util import find_spec
 
     if find_spec("mcp") is None:
-        raise MissingDependency(f"the MCP server needs the MCP SDK: {INSTALL_HINT}")
+        raise MissingDependency(f"the MCP server needs the MCP SDK: {install_hint('mcp')}")
     try:
         with loading():
             from lantern.mcpserver.server import serve
@@ -269,10 +268,11 @@ def _load_server() -> Callable[..., int]:
         if found is not None and found.split(".")[0].isdigit() and int(found.split(".")[0]) < 2:
             raise MissingDependency(
                 f"the MCP server needs version 2 of the MCP SDK, found {found}: "
-                "pip install --upgrade 'lantern[mcp]'"
+                f"{install_hint('mcp', upgrade=True)}"
             ) from exc
         raise MissingDependency(
-            f"the MCP server needs the MCP SDK ({exc.name} cannot be imported): {INSTALL_HINT}"
+            f"the MCP server needs the MCP SDK ({exc.name} cannot be imported): "
+            f"{install_hint('mcp')}"
         ) from exc
     return serve
 

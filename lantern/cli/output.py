@@ -351,3 +351,69 @@ class ProgressBar:
         if self._bar is not None:
             self._bar.__exit__(exc_type, exc, tb)
             self._bar = None
+
+
+class ProgressLog:
+    """Progress as plain lines on stderr, for a long command whose stderr is a log, a pipe or
+    CI rather than a terminal: a bar there is either nothing or control characters, and hours
+    of silence look like a hang.
+
+    A line when the work has gone another `step` percent, or `interval` seconds after the
+    previous line, whichever comes first (checked whenever the work reports, after each
+    batch), and one when it is done: `lantern: embedding chunks: 640/3000 (21%), 4.2 s
+    elapsed`. Work done in its first step (one batch) prints nothing. The elapsed time counts
+    from `started` (when the log is made, by default).
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        enabled: bool = True,
+        started: float | None = None,
+        step: int = 5,
+        interval: float = 10.0,
+    ) -> None:
+        self.enabled = enabled
+        self.what = what
+        self.started = time.monotonic() if started is None else started
+        self.step = step
+        self.interval = interval
+        self._next_percent = step
+        self._last_line: float | None = None
+        self._last_done = -1
+        self._under_way = False
+
+    def update(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0 or done == self._last_done:
+            return
+        if not self._under_way and done >= total:
+            return  # done in one step: nothing was ever under way, the summary says the rest
+        self._under_way = True
+        now = time.monotonic()
+        percent = min(100, done * 100 // total)
+        due = (
+            done >= total
+            or percent >= self._next_percent
+            or now - (self.started if self._last_line is None else self._last_line) >= self.interval
+        )
+        if not due:
+            return
+        self._last_done, self._last_line = done, now
+        self._next_percent = (percent // self.step + 1) * self.step
+        click.echo(
+            f"lantern: {self.what}: {done}/{total} ({percent}%), "
+            f"{now - self.started:.1f} s elapsed",
+            err=True,
+        )
+
+    def __enter__(self) -> ProgressLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None

@@ -12,10 +12,9 @@ from importlib.util import find_spec
 
 import click
 
-from lantern.errors import MissingDependency
+from lantern.errors import MissingDependency, install_hint
 from lantern.loading import loading
 
-INSTALL_HINT = "pip install 'lantern[ui]'"
 REQUIRED = ("starlette", "jinja2", "uvicorn")
 DEFAULT_PORT = 8470
 
@@ -85,7 +84,7 @@ def _load_server() -> Callable[..., int]:
     missing = [name for name in REQUIRED if find_spec(name) is None]
     if missing:
         raise MissingDependency(
-            f"the web view needs {', '.join(missing)} (the ui extra): {INSTALL_HINT}"
+            f"the web view needs {', '.join(missing)} (the ui extra): {install_hint('ui')}"
         )
     with loading():
         from lantern.ui.server import serve

@@ -17,13 +17,11 @@ from collections.abc import Sequence
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from lantern.errors import EmbeddingFailed, InvalidInput, MissingDependency
+from lantern.errors import EmbeddingFailed, InvalidInput, MissingDependency, install_hint
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
-
-EMBED_EXTRA = "pip install 'lantern[embed]'"
 
 
 @runtime_checkable
@@ -86,11 +84,12 @@ def checked_texts(texts: Sequence[str]) -> list[str]:
     return listed
 
 
-def require_modules(provider: str, modules: Sequence[str], hint: str = EMBED_EXTRA) -> None:
+def require_modules(provider: str, modules: Sequence[str], hint: str | None = None) -> None:
     """Refuse to build `provider` when one of its modules is not installed.
 
     Looks the modules up without importing them, so that choosing a provider stays quick and a
-    missing extra is reported before any work starts rather than halfway through it.
+    missing extra is reported before any work starts rather than halfway through it. `hint`
+    says how to install them; by default, Lantern's `embed` extra (`install_hint`).
     """
     for module in modules:
         try:
@@ -102,11 +101,12 @@ def require_modules(provider: str, modules: Sequence[str], hint: str = EMBED_EXT
 
 
 def missing_module(
-    provider: str, module: str, hint: str = EMBED_EXTRA, cause: ImportError | None = None
+    provider: str, module: str, hint: str | None = None, cause: ImportError | None = None
 ) -> MissingDependency:
     """The one-line error for a module that a provider needs and cannot import: absent, or
     (with `cause`) present but broken."""
     state = "which is not installed" if cause is None else f"which cannot be imported ({cause})"
     return MissingDependency(
-        f"the {provider} embedding provider needs the Python module {module!r}, {state}: {hint}"
+        f"the {provider} embedding provider needs the Python module {module!r}, {state}: "
+        f"{hint or install_hint('embed')}"
     )

@@ -43,6 +43,7 @@ file. On a store that cannot be written at all, those two checks are reported as
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,23 +277,40 @@ def _foreign_keys(conn: Connection, sqlite: bool) -> CheckResult:
         if table.name not in present:
             continue
         for key in table.foreign_key_constraints:
-            parent = key.referred_table
+            # The parent side is always an alias: for a key that refers to its own table
+            # (`memory_records.supersedes_id`) the unaliased table in the subquery would be
+            # the subquery's own row, comparing a row's key with its own id, and every
+            # superseding record would look like an orphan.
+            parent = key.referred_table.alias("parent")
             child_cols = [element.parent for element in key.elements]
-            parent_cols = [element.column for element in key.elements]
+            parent_cols = [parent.c[element.column.name] for element in key.elements]
+            row_key = list(table.primary_key.columns)
             orphans = (
-                select(*child_cols)
+                select(*row_key, *child_cols)
                 .where(*(column.is_not(None) for column in child_cols))
                 .where(
                     ~select(*parent_cols)
                     .where(*(p == c for p, c in zip(parent_cols, child_cols, strict=True)))
                     .exists()
                 )
+                .order_by(*row_key)
                 .limit(MAX_LISTED + 1)
             )
             for row in conn.execute(orphans):
-                values = ", ".join(str(value) for value in row)
-                found.add(f"{table.name} ({values}) references a missing {parent.name} row")
+                found.add(
+                    f"{table.name} row {_values(row[: len(row_key)])} references a missing "
+                    f"{key.referred_table.name} row "
+                    f"({_values(tuple(c.name for c in child_cols))} = "
+                    f"{_values(row[len(row_key) :])})"
+                )
     return found.result("foreign_keys")
+
+
+def _values(values: Sequence[object]) -> str:
+    """One value as itself, several as a parenthesised list: how a row or a key is named."""
+    if len(values) == 1:
+        return str(values[0])
+    return "(" + ", ".join(str(value) for value in values) + ")"
 
 
 def _schema(conn: Connection, sqlite: bool, revision: str | None, tables: set[str]) -> CheckResult:

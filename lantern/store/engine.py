@@ -33,6 +33,7 @@ from lantern.errors import (
     StoreIOError,
     StoreUnreachable,
     WriteAbandoned,
+    install_hint,
 )
 from lantern.store.location import StoreLocation
 from lantern.store.prepared import Params, Prepared, driver_of
@@ -245,11 +246,11 @@ def create_store_engine(location: StoreLocation, *, read_only: bool = False) -> 
         engine = create_engine(location.url, pool_pre_ping=True, execution_options=options)
     except NoSuchModuleError as exc:
         raise MissingDependency(
-            "PostgreSQL support needs the psycopg driver: pip install 'lantern[postgres]'"
+            f"PostgreSQL support needs the psycopg driver: {install_hint('postgres')}"
         ) from exc
     except ModuleNotFoundError as exc:
         raise MissingDependency(
-            "PostgreSQL support needs the psycopg driver: pip install 'lantern[postgres]'"
+            f"PostgreSQL support needs the psycopg driver: {install_hint('postgres')}"
         ) from exc
     return engine
 
