@@ -210,3 +210,41 @@ def test_the_cli_imports_and_exports(run_cli: Any, run_lantern: Any, tmp_path: P
     failed = run_lantern("import", "--from", "mem0", str(broken))
     assert failed.returncode == 1
     assert failed.stderr == "Error: line 1: memory x: memory must be non-empty text\n"
+
+
+@pytest.mark.parametrize(
+    ("categories", "kind"),
+    [
+        (["user_preferences"], "preference"),
+        (["food", "User_Preferences"], "preference"),
+        ("user_preferences", "preference"),
+        (["milestones"], "observation"),
+        (["milestones", "user_preferences"], "preference"),
+        (["personal_details"], "fact"),
+        (["family", "professional_details", "sports", "travel", "food", "music"], "fact"),
+        (["health", "technology", "hobbies", "fashion", "entertainment", "misc"], "fact"),
+        (["a_custom_category"], "fact"),
+        ([], "fact"),
+    ],
+)
+def test_mem0_categories_choose_the_kind(lt: Lantern, categories: Any, kind: str) -> None:
+    memory = {"id": "m-1", "memory": "Likes green tea", "user_id": "alex", "categories": categories}
+    lt.import_mem0(io.BytesIO(json.dumps({"results": [memory]}).encode()))
+    [stored] = lt.memory.list()
+    assert stored.kind == kind
+    assert stored.source_refs[0]["categories"] == categories
+
+
+def test_mem0_categories_in_metadata_and_procedural_memories(lt: Lantern) -> None:
+    memories = [
+        {"id": "a", "memory": "Likes trains", "metadata": {"categories": ["user_preferences"]}},
+        {
+            "id": "b",
+            "memory": "Book through the portal",
+            "categories": ["user_preferences"],
+            "metadata": {"memory_type": "procedural_memory"},
+        },
+    ]
+    lt.import_mem0(io.BytesIO(json.dumps(memories).encode()))
+    kinds = {r.content: r.kind for r in lt.memory.list()}
+    assert kinds == {"Likes trains": "preference", "Book through the portal": "task_state"}
