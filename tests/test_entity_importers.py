@@ -68,6 +68,24 @@ def test_the_reference_servers_file_round_trips_byte_for_byte(lt: Lantern) -> No
     assert _everything(lt) == before
 
 
+@pytest.mark.parametrize("ending", [b"", b"\n"], ids=["as-the-server-writes", "newline"])
+def test_the_end_of_the_file_round_trips(lt: Lantern, ending: bytes) -> None:
+    assert not GRAPH.endswith(b"\n")  # as the reference server writes it
+    lt.import_mcp_memory(io.BytesIO(GRAPH + ending), scope="user:ada")
+    assert _export(lt) == GRAPH + ending
+    # Only the record of the last line says how the file ended.
+    marked = [r for r in lt.memory.list(limit=100) if "final_newline" in r.source_refs[0]]
+    assert [r.content for r in marked] == (
+        ["Ada_Lovelace corresponded with Charles_Babbage"] if ending else []
+    )
+
+
+def test_a_graph_without_relations_ends_as_its_last_entity_did(lt: Lantern) -> None:
+    graph = GRAPH.split(b'\n{"type":"relation"')[0] + b"\n"
+    lt.import_mcp_memory(io.BytesIO(graph))
+    assert _export(lt) == graph
+
+
 def test_what_a_caller_adds_is_exported_with_the_graph(lt: Lantern) -> None:
     lt.import_mcp_memory(io.BytesIO(GRAPH))
     lt.memory.add(
