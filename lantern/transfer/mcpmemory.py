@@ -42,7 +42,7 @@ from lantern.memory.repository import MemoryRepository
 from lantern.memory.rows import row_to_record
 from lantern.store.engine import Store
 from lantern.store.models import memory_records
-from lantern.transfer.foreign import ForeignImport, json_object, read_text
+from lantern.transfer.foreign import ForeignImport, json_object, read_text, without_vector
 
 REF_TYPE = "mcp-memory"
 _NOT_KIND = re.compile(r"[^a-z0-9_-]+")
@@ -177,7 +177,12 @@ def records(graph: _Graph, scope: str) -> list[dict[str, Any]]:
 
 
 def import_graph(
-    memory: MemoryRepository, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
+    store: Store,
+    memory: MemoryRepository,
+    source: IO[bytes],
+    *,
+    scope: str = "global",
+    dry_run: bool = False,
 ) -> ForeignImport:
     """Store the graph of a `memory.jsonl` file as entities and memory records, all or nothing."""
     checked_scope = validation.scope(scope)
@@ -187,7 +192,8 @@ def import_graph(
         results = memory.add_many(wanted, allow_dangling=True, dry_run=dry_run)
     except LanternError as exc:
         raise _located(exc, wanted, graph) from exc
-    added = sum(1 for _record, created in results if created)
+    created = [record.id for record, made in results if made]
+    added = len(created)
     return ForeignImport(
         format=REF_TYPE,
         dry_run=dry_run,
@@ -198,6 +204,7 @@ def import_graph(
         },
         added=added,
         present=len(results) - added,
+        without_vector=without_vector(store, created, dry_run=dry_run),
     )
 
 

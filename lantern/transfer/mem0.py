@@ -34,7 +34,8 @@ from typing import IO, Any
 from lantern import validation
 from lantern.errors import InvalidInput, LanternError
 from lantern.memory.repository import MemoryRepository
-from lantern.transfer.foreign import ForeignImport, read_text
+from lantern.store.engine import Store
+from lantern.transfer.foreign import ForeignImport, read_text, without_vector
 
 REF_TYPE = "mem0"
 _LEFT_OUT = frozenset({"memory", "score"})
@@ -146,7 +147,12 @@ def _kind(item: dict[str, Any], metadata: dict[str, Any]) -> str:
 
 
 def import_memories(
-    memory: MemoryRepository, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
+    store: Store,
+    memory: MemoryRepository,
+    source: IO[bytes],
+    *,
+    scope: str = "global",
+    dry_run: bool = False,
 ) -> ForeignImport:
     """Store the memories of a mem0 export as memory records, all or nothing."""
     default_scope = validation.scope(scope)
@@ -164,12 +170,14 @@ def import_memories(
         if hit and isinstance(exc, InvalidInput):
             raise InvalidInput(f"line {found[int(hit[1])][0]}: {hit[2]}") from exc
         raise
-    added = sum(1 for _record, created in results if created)
+    created = [record.id for record, made in results if made]
+    added = len(created)
     return ForeignImport(
         format=REF_TYPE,
         dry_run=dry_run,
         read={"memories": len(found)},
         added=added,
         present=len(results) - added,
+        without_vector=without_vector(store, created, dry_run=dry_run),
         ignored={"relations": relations} if relations else {},
     )
