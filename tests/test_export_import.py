@@ -536,7 +536,7 @@ def test_a_missing_store_is_previewed_and_never_left_behind(
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_a_missing_store_through_the_real_executable(tmp_path: Path, fmt: str) -> None:
-    good, bad, records = FORMATS[fmt]
+    good, bad, _records = FORMATS[fmt]
     (tmp_path / "good").write_bytes(good)
     (tmp_path / "bad").write_bytes(bad)
     db = str(tmp_path / "lantern.db")
@@ -563,18 +563,23 @@ def test_every_import_prints_one_shape(run_cli: CliRun, tmp_path: Path) -> None:
         assert report["present"]["memory"] == report["records"]["present"]
         shapes[fmt] = report
     lantern = shapes["lantern"]
-    assert list(lantern["read"]) == list(lantern["added"]) == list(lantern["skipped"]) == [
-        "source",
-        "chunk",
-        "entity",
-        "chunk_entity",
-        "embedding",
-        "memory",
-        "history",
-        "entity_scan",
-        "memory_entity",
-        "memory_embedding",
-    ]
+    assert (
+        list(lantern["read"])
+        == list(lantern["added"])
+        == list(lantern["skipped"])
+        == [
+            "source",
+            "chunk",
+            "entity",
+            "chunk_entity",
+            "embedding",
+            "memory",
+            "history",
+            "entity_scan",
+            "memory_entity",
+            "memory_embedding",
+        ]
+    )
     assert lantern["read"]["memory"] == 1 and lantern["ignored"] == {}
     text = run_cli("import", str(tmp_path / "lantern"))
     assert text.stdout == "memory:           0 added, 1 already present\n"
