@@ -27,6 +27,13 @@ _NOUNS = {
     "memory_entity": "record-entity link",
     "memory_embedding": "memory vector",
 }
+# What the files of other memory systems hold, as a sentence names one of them.
+_ITEMS = {
+    "entities": "entity",
+    "observations": "observation",
+    "relations": "relation",
+    "memories": "memory",
+}
 
 
 @click.command("export")
@@ -151,11 +158,10 @@ def import_(
             if added or present:
                 click.echo(f"{kind + ':':<18}{added} {verb}, {present} already present")
     else:
-        read = ", ".join(f"{n} {kind}" for kind, n in report.read.items())
+        read = ", ".join(counted(n, _ITEMS.get(kind, kind)) for kind, n in report.read.items())
         verb = "would add" if dry_run else "added"
-        click.echo(
-            f"read {read}: {verb} {report.added} memory records, {report.present} already present"
-        )
+        records = counted(report.added, "memory record")
+        click.echo(f"read {read}: {verb} {records}, {report.present} already present")
     for kind, n in report.ignored.items():
         if kind == "memory_embedding":
             vectors = counted(n, "memory vector")
