@@ -44,7 +44,9 @@ _ITEMS = {
     help="Only memory records of this scope, or of scopes starting with a prefix ending in *. "
     "Repeatable.",
 )
-@click.option("--memories", is_flag=True, help="Export memory records and their history.")
+@click.option(
+    "--memories", is_flag=True, help="Export memory records, their history and their vectors."
+)
 @click.option("--evidence", is_flag=True, help="Export sources, chunks, entities, embeddings.")
 @click.option(
     "--to",
