@@ -7,7 +7,8 @@ behaviour, validation and errors as a shell user.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,7 +17,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from lantern.errors import InvalidInput, NoStore, PolicyRefused, SchemaMismatch
+from lantern.errors import (
+    Conflict,
+    InvalidInput,
+    NoStore,
+    PolicyRefused,
+    SchemaMismatch,
+    StoreIOError,
+)
 from lantern.memory.repository import MemoryRepository
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store import migrations
@@ -448,12 +456,13 @@ class Lantern:
 
         return export_jsonl(self.store, out, scope=scope, memories=memories, evidence=evidence)
 
-    def import_jsonl(self, source: IO[bytes]) -> TransferReport:
-        """Add what an export holds and the store does not: idempotent, all or nothing."""
+    def import_jsonl(self, source: IO[bytes], *, dry_run: bool = False) -> TransferReport:
+        """Add what an export holds and the store does not: idempotent, all or nothing; with
+        `dry_run`, say what would be added and write nothing."""
         self._whole_store("import")
         from lantern.transfer.jsonl import import_jsonl
 
-        return import_jsonl(self.store, source)
+        return import_jsonl(self.store, source, dry_run=dry_run)
 
     def import_mcp_memory(
         self, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
@@ -464,7 +473,7 @@ class Lantern:
         self._whole_store("import")
         from lantern.transfer.mcpmemory import import_graph
 
-        return import_graph(self.memory, source, scope=scope, dry_run=dry_run)
+        return import_graph(self.store, self.memory, source, scope=scope, dry_run=dry_run)
 
     def export_mcp_memory(self, out: IO[bytes], *, scope: str | Iterable[str] | None = None) -> int:
         """Write the active memory records' graph as a `memory.jsonl` of the MCP reference
@@ -482,7 +491,36 @@ class Lantern:
         self._whole_store("import")
         from lantern.transfer.mem0 import import_memories
 
-        return import_memories(self.memory, source, scope=scope, dry_run=dry_run)
+        return import_memories(self.store, self.memory, source, scope=scope, dry_run=dry_run)
+
+    @classmethod
+    @contextmanager
+    def for_import(
+        cls, db: str | os.PathLike[str] | None = None, *, dry_run: bool = False
+    ) -> Iterator[Lantern]:
+        """The store an import writes to, closed afterwards; where none exists yet, a new one
+        that takes its place only if the import succeeds.
+
+        An import on a path where no store is must neither refuse (a dry run previews what it
+        would add to an empty store) nor leave anything behind when it fails. So the import runs
+        on a new store in a temporary directory; when the block ends without an error and it
+        was no dry run, that store is copied to the path (`copy_sqlite`: never over a store that
+        appeared meanwhile), and the temporary one is removed in any case. An empty database
+        on a server is set up as `open` does (a dry run there previews on a temporary SQLite
+        store).
+        """
+        location = resolve(db)
+        try:
+            lantern = cls.open(db, create=False)
+        except NoStore:
+            if location.path is None and not dry_run:
+                lantern = cls.open(db, create=True)
+            else:
+                with _new_store(location.path, keep=not dry_run) as scratch:
+                    yield scratch
+                return
+        with lantern:
+            yield lantern
 
     def _whole_store(self, operation: str) -> None:
         """Refuse, on a scope-restricted Lantern, what would read or write every scope."""
@@ -491,6 +529,49 @@ class Lantern:
                 f"{operation} works on the whole store, and this one is restricted to the "
                 f"scopes {self.scopes.describe()}"
             )
+
+
+@contextmanager
+def _new_store(target: Path | None, *, keep: bool) -> Iterator[Lantern]:
+    """A new store in a temporary directory, copied to `target` when the block succeeds and
+    `keep` is set (its missing directories made then), removed in any case."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="lantern-import-") as directory:
+        scratch = Path(directory) / "store.db"
+        with Lantern.open(scratch, create=True) as lantern:
+            yield lantern
+        if not keep or target is None:
+            return
+        made: list[Path] = []
+        parent = target.parent
+        while not parent.exists():
+            made.append(parent)
+            parent = parent.parent
+        try:
+            for folder in reversed(made):
+                folder.mkdir(mode=0o700)
+            # An empty file there is no store: the new one replaces it, as `open` would fill
+            # it; anything else that appeared meanwhile is never replaced.
+            empty = target.is_file() and target.stat().st_size == 0
+            if target.exists() and not empty:
+                raise Conflict(
+                    f"a store appeared at {target} during the import; nothing was written "
+                    "there: run the import again"
+                )
+            migrations.copy_sqlite(scratch, target, replace=empty)
+        except OSError as exc:
+            raise StoreIOError(f"cannot create the store at {target}: {exc.strerror}") from exc
+        except StoreIOError as exc:
+            detail = exc.message.rpartition(f"{target}: ")[2]
+            raise StoreIOError(f"cannot create the store at {target}: {detail}") from exc
+        finally:
+            if not target.exists():
+                for folder in made:
+                    try:
+                        folder.rmdir()
+                    except OSError:
+                        break
 
 
 def _link_target(chunk: str | None, memory: str | None) -> tuple[str, str]:

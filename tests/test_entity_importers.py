@@ -41,8 +41,11 @@ def test_the_reference_servers_file_round_trips_byte_for_byte(lt: Lantern) -> No
         "format": "mcp-memory",
         "dry_run": False,
         "read": {"entities": 5, "observations": 8, "relations": 4},
-        "records": {"added": 17, "present": 0},
+        "records": {"added": 17, "present": 0, "without_vector": 17},
         "ignored": {},
+        "added": {"memory": 17},
+        "present": {"memory": 0},
+        "skipped": {"memory": 0},
     }
     assert _export(lt) == GRAPH
     assert _export(lt, scope="user:*") == GRAPH
@@ -66,6 +69,24 @@ def test_the_reference_servers_file_round_trips_byte_for_byte(lt: Lantern) -> No
     again = lt.import_mcp_memory(io.BytesIO(GRAPH), scope="user:ada")
     assert (again.added, again.present) == (0, 17)
     assert _everything(lt) == before
+
+
+@pytest.mark.parametrize("ending", [b"", b"\n"], ids=["as-the-server-writes", "newline"])
+def test_the_end_of_the_file_round_trips(lt: Lantern, ending: bytes) -> None:
+    assert not GRAPH.endswith(b"\n")  # as the reference server writes it
+    lt.import_mcp_memory(io.BytesIO(GRAPH + ending), scope="user:ada")
+    assert _export(lt) == GRAPH + ending
+    # Only the record of the last line says how the file ended.
+    marked = [r for r in lt.memory.list(limit=100) if "final_newline" in r.source_refs[0]]
+    assert [r.content for r in marked] == (
+        ["Ada_Lovelace corresponded with Charles_Babbage"] if ending else []
+    )
+
+
+def test_a_graph_without_relations_ends_as_its_last_entity_did(lt: Lantern) -> None:
+    graph = GRAPH.split(b'\n{"type":"relation"')[0] + b"\n"
+    lt.import_mcp_memory(io.BytesIO(graph))
+    assert _export(lt) == graph
 
 
 def test_what_a_caller_adds_is_exported_with_the_graph(lt: Lantern) -> None:
@@ -144,8 +165,11 @@ def test_mem0_memories_land_in_their_scopes_with_everything_mem0_knew(lt: Lanter
         "format": "mem0",
         "dry_run": False,
         "read": {"memories": 5},
-        "records": {"added": 5, "present": 0},
+        "records": {"added": 5, "present": 0, "without_vector": 5},
         "ignored": {"relations": 1},
+        "added": {"memory": 5},
+        "present": {"memory": 0},
+        "skipped": {"memory": 0},
     }
     records = {r.content: r for r in lt.memory.list(limit=100)}
     assert {(r.scope, r.kind) for r in records.values()} == {
@@ -192,7 +216,8 @@ def test_the_cli_imports_and_exports(run_cli: Any, run_lantern: Any, tmp_path: P
     graph = tmp_path / "memory.jsonl"
     graph.write_bytes(GRAPH)
     dry = run_cli("import", "--from", "mcp-memory", str(graph), "--dry-run", "--json")
-    assert dry.exit_code == 8 and "no Lantern store" in dry.stderr  # a dry run creates nothing
+    assert dry.exit_code == 0, dry.output  # a preview, on a store that does not exist yet
+    assert json.loads(dry.stdout)["records"]["added"] == 17
     done = run_lantern("import", "--from", "mcp-memory", str(graph), "--scope", "user:ada")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("read 5 entities, 8 observations, 4 relations: added 17")
@@ -200,13 +225,51 @@ def test_the_cli_imports_and_exports(run_cli: Any, run_lantern: Any, tmp_path: P
     assert exported.stdout.encode() == GRAPH
     usage = run_cli("export", "--to", "mcp-memory", "--memories")
     assert usage.exit_code == 2
-    assert run_cli("import", str(graph), "--dry-run").exit_code == 2
+    assert run_cli("import", str(graph), "--scope", "user:ada").exit_code == 2
     mem0 = tmp_path / "mem0.json"
     mem0.write_bytes(MEM0)
     imported = json.loads(run_cli("import", "--from", "mem0", str(mem0), "--json").stdout)
-    assert imported["records"] == {"added": 5, "present": 0}
+    assert imported["records"] == {"added": 5, "present": 0, "without_vector": 5}
     broken = tmp_path / "broken.json"
     broken.write_text('[{"id": "x"}]', encoding="utf-8")
     failed = run_lantern("import", "--from", "mem0", str(broken))
     assert failed.returncode == 1
     assert failed.stderr == "Error: line 1: memory x: memory must be non-empty text\n"
+
+
+@pytest.mark.parametrize(
+    ("categories", "kind"),
+    [
+        (["user_preferences"], "preference"),
+        (["food", "User_Preferences"], "preference"),
+        ("user_preferences", "preference"),
+        (["milestones"], "observation"),
+        (["milestones", "user_preferences"], "preference"),
+        (["personal_details"], "fact"),
+        (["family", "professional_details", "sports", "travel", "food", "music"], "fact"),
+        (["health", "technology", "hobbies", "fashion", "entertainment", "misc"], "fact"),
+        (["a_custom_category"], "fact"),
+        ([], "fact"),
+    ],
+)
+def test_mem0_categories_choose_the_kind(lt: Lantern, categories: Any, kind: str) -> None:
+    memory = {"id": "m-1", "memory": "Likes green tea", "user_id": "alex", "categories": categories}
+    lt.import_mem0(io.BytesIO(json.dumps({"results": [memory]}).encode()))
+    [stored] = lt.memory.list()
+    assert stored.kind == kind
+    assert stored.source_refs[0]["categories"] == categories
+
+
+def test_mem0_categories_in_metadata_and_procedural_memories(lt: Lantern) -> None:
+    memories = [
+        {"id": "a", "memory": "Likes trains", "metadata": {"categories": ["user_preferences"]}},
+        {
+            "id": "b",
+            "memory": "Book through the portal",
+            "categories": ["user_preferences"],
+            "metadata": {"memory_type": "procedural_memory"},
+        },
+    ]
+    lt.import_mem0(io.BytesIO(json.dumps(memories).encode()))
+    kinds = {r.content: r.kind for r in lt.memory.list()}
+    assert kinds == {"Likes trains": "preference", "Book through the portal": "task_state"}

@@ -121,6 +121,7 @@ def test_export_import_export_is_byte_identical(lt: Lantern, other_url: str, clo
             "history": report["added"]["history"],
             "entity_scan": 1,
             "memory_entity": 2,
+            "memory_embedding": 0,
         }
         assert set(report["skipped"].values()) == {0}
         assert _export(other) == first
@@ -424,7 +425,7 @@ def test_export_and_import_commands(run_cli: CliRun, tmp_path: Path) -> None:
         "history",
     ]
     again = run_cli("import", "-", input=exported.stdout, db=str(target))
-    assert "memory:       0 added, 2 already present" in again.stdout
+    assert "memory:           0 added, 2 already present" in again.stdout
     missing = run_cli("import", str(tmp_path / "nope.jsonl"))
     assert missing.exit_code == 1 and "no such file" in missing.stderr
 
@@ -448,3 +449,234 @@ def test_export_and_import_through_the_real_executable(
     assert refused.returncode == 1
     assert refused.stderr.startswith("Error: line 2: not a JSON object")
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+# --- a store that does not exist yet, and the report every import shares ---------------------
+
+DATA = Path(__file__).parent / "data"
+LANTERN_FILE = (
+    HEADER
+    + "\n"
+    + json.dumps(
+        {
+            "type": "memory",
+            "id": "mem_00000000000000aa",
+            "kind": "fact",
+            "content": "x",
+            "scope": "global",
+            "priority": 50,
+            "urgency": 0,
+            "confidence": 1.0,
+            "status": "active",
+            "created_at": 1700000000,
+            "updated_at": 1700000000,
+            "expires_at": None,
+            "supersedes_id": None,
+            "source_refs": [],
+        }
+    )
+    + "\n"
+).encode()
+FORMATS: dict[str, tuple[bytes, bytes, int]] = {
+    # format: a good file, a file that fails on its last line, records the good one adds
+    "lantern": (LANTERN_FILE, LANTERN_FILE + b'{"type":"memory","id":"mem_zz"}\n', 1),
+    "mcp-memory": (
+        (DATA / "mcp-memory" / "memory.jsonl").read_bytes(),
+        (DATA / "mcp-memory" / "memory.jsonl").read_bytes() + b'\n{"type":"thing"}',
+        17,
+    ),
+    "mem0": (
+        (DATA / "mem0" / "get_all.json").read_bytes(),
+        b'[{"id": "a", "memory": "fine"}, {"id": "b", "memory": ""}]',
+        5,
+    ),
+}
+REPORT_KEYS = ["format", "dry_run", "read", "records", "ignored", "added", "present", "skipped"]
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_a_missing_store_is_previewed_and_never_left_behind(
+    run_cli: CliRun, tmp_path: Path, fmt: str
+) -> None:
+    good, bad, records = FORMATS[fmt]
+    (tmp_path / "good").write_bytes(good)
+    (tmp_path / "bad").write_bytes(bad)
+    store = tmp_path / "new" / "lantern.db"
+    db = str(store)
+    dry = run_cli("import", "--from", fmt, str(tmp_path / "good"), "--dry-run", "--json", db=db)
+    assert dry.exit_code == 0, dry.output
+    preview = json.loads(dry.stdout)
+    assert (preview["format"], preview["dry_run"]) == (fmt, True)
+    assert preview["records"] == {"added": records, "present": 0, "without_vector": records}
+    assert not store.parent.exists()  # nothing created, not even the directory
+    failed = run_cli("import", "--from", fmt, str(tmp_path / "bad"), db=db)
+    assert failed.exit_code == 1 and failed.stderr.startswith("Error: line ")
+    assert not store.parent.exists()
+    # An empty file is no store either: a failed import leaves it as it was.
+    store.parent.mkdir()
+    store.touch()
+    assert run_cli("import", "--from", fmt, str(tmp_path / "bad"), db=db).exit_code == 1
+    assert store.read_bytes() == b""
+    done = run_cli("import", "--from", fmt, str(tmp_path / "good"), "--json", db=db)
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["records"]["added"] == records
+    assert (store.stat().st_mode & 0o777) == 0o600
+    with Lantern.open(store, create=False) as lt:
+        assert len(lt.memory.list(limit=100)) == records
+    # On the store that now exists, a dry run and a failure change nothing.
+    before = store.read_bytes()
+    again = run_cli("import", "--from", fmt, str(tmp_path / "good"), "--dry-run", "--json", db=db)
+    assert json.loads(again.stdout)["records"] == {
+        "added": 0,
+        "present": records,
+        "without_vector": 0,
+    }
+    assert run_cli("import", "--from", fmt, str(tmp_path / "bad"), db=db).exit_code == 1
+    assert store.read_bytes() == before
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_a_missing_store_through_the_real_executable(tmp_path: Path, fmt: str) -> None:
+    good, bad, _records = FORMATS[fmt]
+    (tmp_path / "good").write_bytes(good)
+    (tmp_path / "bad").write_bytes(bad)
+    db = str(tmp_path / "lantern.db")
+    dry = lantern_process("--db", db, "import", "--from", fmt, str(tmp_path / "good"), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "would" in dry.stdout and "already present" in dry.stdout
+    failed = lantern_process("--db", db, "import", "--from", fmt, str(tmp_path / "bad"))
+    assert failed.returncode == 1 and len(failed.stderr.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "good"]
+    done = lantern_process("--db", db, "import", "--from", fmt, str(tmp_path / "good"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "lantern.db").exists()
+
+
+def test_every_import_prints_one_shape(run_cli: CliRun, tmp_path: Path) -> None:
+    shapes = {}
+    for fmt, (good, _bad, _records) in FORMATS.items():
+        (tmp_path / fmt).write_bytes(good)
+        report = json.loads(run_cli("import", "--from", fmt, str(tmp_path / fmt), "--json").stdout)
+        assert list(report) == REPORT_KEYS
+        assert list(report["records"]) == ["added", "present", "without_vector"]
+        assert report["present"] == report["skipped"]  # the old word, kept
+        assert report["added"]["memory"] == report["records"]["added"]
+        assert report["present"]["memory"] == report["records"]["present"]
+        shapes[fmt] = report
+    lantern = shapes["lantern"]
+    assert (
+        list(lantern["read"])
+        == list(lantern["added"])
+        == list(lantern["skipped"])
+        == [
+            "source",
+            "chunk",
+            "entity",
+            "chunk_entity",
+            "embedding",
+            "memory",
+            "history",
+            "entity_scan",
+            "memory_entity",
+            "memory_embedding",
+        ]
+    )
+    assert lantern["read"]["memory"] == 1 and lantern["ignored"] == {}
+    text = run_cli("import", str(tmp_path / "lantern"))
+    assert text.stdout == "memory:           0 added, 1 already present\n"
+
+
+# --- memory records' vectors ------------------------------------------------------------------
+
+
+def _vector_lines(data: bytes) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in data.splitlines()]
+    return [line for line in lines if line["type"] == "memory_embedding"]
+
+
+def test_memory_vectors_travel_with_their_records(lt: Lantern, other_url: str) -> None:
+    lt.memory.add(kind="preference", content="Ada prefers green tea in the morning")
+    lt.memory.add(kind="fact", content="The deploy runs on Fridays")
+    lt.embed(memory=True, sources=False, model="hashing")
+    data = _export(lt)
+    vectors = _vector_lines(data)
+    assert [list(v) for v in vectors] == [
+        ["type", "record_id", "model", "dim", "text_hash", "vector"]
+    ] * 2
+    assert [v["record_id"] for v in vectors] == sorted(v["record_id"] for v in vectors)
+    assert len(base64.b64decode(vectors[0]["vector"])) == 4 * vectors[0]["dim"]
+    with Lantern.open(other_url) as other:
+        report = _import(other, data)
+        assert report["added"]["memory_embedding"] == 2
+        assert report["records"]["without_vector"] == 0
+        assert _export(other) == data
+        # The copy searches as the original: same mode, same hits, same similarity.
+        for store in (lt, other):
+            found = store.memory.search("green tea", model="hashing")
+            assert found.summary is not None and found.summary.mode == "hybrid"
+        original = lt.memory.search("green tea", mode="semantic", model="hashing")
+        copied = other.memory.search("green tea", mode="semantic", model="hashing")
+        assert [(h.record.id, h.similarity) for h in copied] == [
+            (h.record.id, h.similarity) for h in original
+        ]
+        # A record the store had keeps its own vectors.
+        again = _import(other, data)
+        assert again["skipped"]["memory_embedding"] == 2
+
+
+def test_a_stale_or_missing_vector_is_left_out_and_said(
+    run_cli: CliRun, tmp_path: Path, store_url: str
+) -> None:
+    with Lantern.open(store_url) as lt:
+        lt.memory.add(kind="fact", content="first")
+        lt.memory.add(kind="fact", content="second")
+        lt.embed(memory=True, sources=False, model="hashing")
+        data = _export(lt)
+    lines = data.decode().splitlines(keepends=True)
+    stale = [
+        json.dumps({**json.loads(line), "text_hash": "0" * 64}, separators=(",", ":")) + "\n"
+        if '"memory_embedding"' in line and not any('"memory_embedding"' in x for x in lines[:i])
+        else line
+        for i, line in enumerate(lines)
+    ]
+    (tmp_path / "stale.jsonl").write_text("".join(stale), encoding="utf-8")
+    target = str(tmp_path / "copy.db")
+    result = run_cli("import", str(tmp_path / "stale.jsonl"), "--json", db=target)
+    report = json.loads(result.stdout)
+    assert report["ignored"] == {"memory_embedding": 1}
+    assert report["read"]["memory_embedding"] == 2 and report["added"]["memory_embedding"] == 1
+    assert report["records"]["without_vector"] == 1
+    assert "left out 1 memory vector computed from another text" in result.stderr
+    assert (
+        "1 imported memory record has no vector: a search finds it by words only until "
+        "`lantern embed --memory` computes the vectors" in result.stderr
+    )
+    # An export from before vectors were exported still imports, and says what is missing.
+    old = "".join(line for line in lines if '"memory_embedding"' not in line)
+    (tmp_path / "old.jsonl").write_text(old, encoding="utf-8")
+    older = run_cli("import", str(tmp_path / "old.jsonl"), db=str(tmp_path / "old.db"))
+    assert older.exit_code == 0, older.output
+    assert "2 imported memory records have no vector" in older.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"vector": "AAAA"}, "memory_embedding vector has 3 bytes; 256 float32 values take 1024"),
+        ({"dim": 0}, "dim must be positive"),
+        ({"model": " "}, "model must name the model of the vector"),
+        ({"record_id": "mem_00000000000000ff"}, "memory mem_00000000000000ff has a vector but"),
+    ],
+)
+def test_a_bad_vector_line_is_named(
+    lt: Lantern, other_url: str, change: dict[str, Any], message: str
+) -> None:
+    lt.memory.add(kind="fact", content="first")
+    lt.embed(memory=True, sources=False, model="hashing")
+    lines = _export(lt).decode().splitlines()
+    number = next(n for n, line in enumerate(lines, 1) if '"memory_embedding"' in line)
+    lines[number - 1] = json.dumps({**json.loads(lines[number - 1]), **change})
+    with Lantern.open(other_url) as other:
+        with pytest.raises(InvalidInput, match=rf"^line {number}: .*{message}"):
+            _import(other, ("\n".join(lines) + "\n").encode())
+        assert other.memory.list() == []

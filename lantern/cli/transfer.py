@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import sys
-from typing import BinaryIO
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import counted, emit_json, json_option, note
 from lantern.errors import InvalidInput, StoreIOError
+from lantern.loading import loading
+
+if TYPE_CHECKING:
+    from lantern.transfer.foreign import ForeignImport
+    from lantern.transfer.jsonl import TransferReport
 
 # The line types of the export format, as a sentence names them.
 _NOUNS = {
@@ -18,9 +25,8 @@ _NOUNS = {
     "history": "history entry",
     "memory": "memory record",
     "memory_entity": "record-entity link",
+    "memory_embedding": "memory vector",
 }
-
-
 # The kinds of item another memory system's file holds, as its report's JSON keys name them
 # (plural), and the noun of one.
 _ITEM_NOUNS = {
@@ -43,7 +49,9 @@ def _item_noun(kind: str) -> str:
     help="Only memory records of this scope, or of scopes starting with a prefix ending in *. "
     "Repeatable.",
 )
-@click.option("--memories", is_flag=True, help="Export memory records and their history.")
+@click.option(
+    "--memories", is_flag=True, help="Export memory records, their history and their vectors."
+)
 @click.option("--evidence", is_flag=True, help="Export sources, chunks, entities, embeddings.")
 @click.option(
     "--to",
@@ -122,7 +130,8 @@ def import_(
     """Add what an export (FILE, or - for stdin) holds and the store does not.
 
     Idempotent: anything already stored is left as it is. All or nothing: an error in any
-    line changes nothing, and names the line. --from reads the files of other memory
+    line changes nothing, and names the line; where no store was, none is left behind, and
+    --dry-run previews without creating one. --from reads the files of other memory
     systems (the mapping is in the manual, docs/entities.md).
 
     \b
@@ -131,40 +140,58 @@ def import_(
     \b
         lantern import --from mcp-memory ~/.mcp/memory.jsonl --scope user:ada --dry-run
     """
-    if from_format == "lantern" and (scope is not None or dry_run):
-        raise click.UsageError("--scope and --dry-run apply to --from mcp-memory and mem0")
-    lantern = open_lantern(ctx, create=not dry_run)
-    if from_format != "lantern":
-        call = lantern.import_mcp_memory if from_format == "mcp-memory" else lantern.import_mem0
-        if file == "-":
-            foreign = call(sys.stdin.buffer, scope=scope or "global", dry_run=dry_run)
+    if from_format == "lantern" and scope is not None:
+        raise click.UsageError("--scope applies to --from mcp-memory and mem0")
+    with loading():
+        # Imported here so that `lantern --help` does not load SQLAlchemy.
+        from lantern.api import Lantern
+    # The command's own `with`, so that an error of the import reaches `for_import` (Click
+    # closes the resources of a context without it): where no store was, none is left.
+    with (
+        _input(file) as stream,
+        Lantern.for_import(ctx.find_root().obj["db"], dry_run=dry_run) as lantern,
+    ):
+        if from_format == "lantern":
+            report: ForeignImport | TransferReport = lantern.import_jsonl(stream, dry_run=dry_run)
         else:
-            with _open(file) as stream:
-                foreign = call(stream, scope=scope or "global", dry_run=dry_run)
-        if as_json:
-            emit_json(foreign.to_json())
-            return
-        read = ", ".join(counted(n, _item_noun(kind)) for kind, n in foreign.read.items())
-        verb = "would add" if dry_run else "added"
-        click.echo(
-            f"read {read}: {verb} {counted(foreign.added, 'memory record')}, "
-            f"{foreign.present} already present"
-        )
-        for kind, n in foreign.ignored.items():
-            note(f"left out {counted(n, _item_noun(kind))} (not memories)")
-        return
-    if file == "-":
-        report = lantern.import_jsonl(sys.stdin.buffer)
-    else:
-        with _open(file) as stream:
-            report = lantern.import_jsonl(stream)
+            call = lantern.import_mcp_memory if from_format == "mcp-memory" else lantern.import_mem0
+            report = call(stream, scope=scope or "global", dry_run=dry_run)
     if as_json:
         emit_json(report.to_json())
+    elif isinstance(report.added, Mapping):
+        verb = "would be added" if dry_run else "added"
+        for kind, added in report.added.items():
+            present = report.skipped[kind]
+            if added or present:
+                click.echo(f"{kind + ':':<18}{added} {verb}, {present} already present")
+    else:
+        read = ", ".join(counted(n, _item_noun(kind)) for kind, n in report.read.items())
+        verb = "would add" if dry_run else "added"
+        records = counted(report.added, "memory record")
+        click.echo(f"read {read}: {verb} {records}, {report.present} already present")
+    for kind, n in report.ignored.items():
+        if kind == "memory_embedding":
+            vectors = counted(n, "memory vector")
+            note(f"left out {vectors} computed from another text than its record's content")
+        else:
+            note(f"left out {counted(n, _item_noun(kind))} (not memories)")
+    if report.without_vector:
+        missing = report.without_vector
+        have = "would have" if dry_run else ("has" if missing == 1 else "have")
+        note(
+            f"{counted(missing, 'imported memory record')} {have} no vector: a search finds "
+            f"{'it' if missing == 1 else 'them'} by words only until `lantern embed --memory` "
+            "computes the vectors"
+        )
+
+
+@contextmanager
+def _input(file: str) -> Iterator[BinaryIO]:
+    if file == "-":
+        yield sys.stdin.buffer
         return
-    for kind in report.added:
-        added, skipped = report.added[kind], report.skipped[kind]
-        if added or skipped:
-            click.echo(f"{kind + ':':<14}{added} added, {skipped} already present")
+    with _open(file) as stream:
+        yield stream
 
 
 def _open(path: str) -> BinaryIO:

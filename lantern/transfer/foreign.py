@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from sqlalchemy import select
+
 from lantern.errors import InvalidInput
+from lantern.store import settings
+from lantern.store.engine import Store
+from lantern.store.models import memory_embeddings
 from lantern.validation import JSONObject
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -50,13 +55,46 @@ class ForeignImport:
     """Memory records the store already had (the same scope, kind and content)."""
     ignored: Mapping[str, int] = field(default_factory=dict)
     """Items of the file that Lantern does not import, by kind."""
+    without_vector: int = 0
+    """Memory records added (or, dry, to be added) with no vector."""
 
     def to_json(self) -> JSONObject:
-        """`{"format", "dry_run", "read", "records": {"added", "present"}, "ignored"}`."""
+        """The shape every import shares (docs/json.md, "The store"): `{"format", "dry_run",
+        "read", "records": {"added", "present", "without_vector"}, "ignored", "added",
+        "present", "skipped"}`; the last three count by line type of Lantern's export format,
+        here the memory records (`memory`)."""
         return {
             "format": self.format,
             "dry_run": self.dry_run,
             "read": dict(self.read),
-            "records": {"added": self.added, "present": self.present},
+            "records": {
+                "added": self.added,
+                "present": self.present,
+                "without_vector": self.without_vector,
+            },
             "ignored": dict(self.ignored),
+            "added": {"memory": self.added},
+            "present": {"memory": self.present},
+            "skipped": {"memory": self.present},
         }
+
+
+def without_vector(store: Store, added: Sequence[str], *, dry_run: bool) -> int:
+    """How many of the records an import added have no vector: all of them, unless the store
+    embeds on write (then a dry run, which computes none, counts what the write would)."""
+    if not added:
+        return 0
+    with store.read() as conn:
+        if dry_run:
+            return 0 if settings.embedding_settings(conn).on_write else len(added)
+        found: set[str] = set()
+        wanted = list(added)
+        for start in range(0, len(wanted), 500):
+            found.update(
+                conn.execute(
+                    select(memory_embeddings.c.memory_id).where(
+                        memory_embeddings.c.memory_id.in_(wanted[start : start + 500])
+                    )
+                ).scalars()
+            )
+    return len(wanted) - len(found)

@@ -13,12 +13,17 @@ again gives the same bytes, on either engine:
   fields of `lantern memory show --json`), every `history` entry (by record id, then the order the
   entries were made; history entries carry no store-local id), and every `memory_entity` link (by
   record id, then entity id), preceded, when evidence is not exported, by the `entity` lines of the
-  entities they link. Object keys inside `metadata` and `changes` are in canonical order (PostgreSQL
-  JSONB's), so exports of the same data from SQLite and PostgreSQL agree.
+  entities they link, and every `memory_embedding` (by record id, then model: a record's vector
+  with its model, dimension and the hash of the text it was computed from). Object keys inside
+  `metadata` and `changes` are in canonical order (PostgreSQL JSONB's), so exports of the same
+  data from SQLite and PostgreSQL agree.
 
 Import is one transaction (all or nothing) and idempotent by id: a source, chunk, entity,
 embedding or memory record the store already has is left as it is (with, for a source, its
-chunks, and for a record, its history), never merged. A record id the store knows only from a
+chunks, and for a record, its history, links and vectors), never merged. A record the import
+adds takes the file's vectors that were computed from its content (the text hash says so), so
+that the copy searches as the original; an export without them still imports, and the report
+counts the records added without a vector. A record id the store knows only from a
 `forgotten` history entry counts as known. Search rows (and the searchable text of transcript
 chunks), reference rows and identities are derived, never exported; import derives them again.
 Lines are imported in file order, so a chunk must follow its source, as exports write.
@@ -37,7 +42,7 @@ import binascii
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import IO, Any
 
@@ -52,8 +57,9 @@ from lantern.memory import history, identity
 from lantern.memory import refs as memory_refs
 from lantern.memory.filters import scope_clause
 from lantern.memory.rows import row_to_record
-from lantern.semantic.storage import chunk_vectors_changed
-from lantern.store.engine import Store
+from lantern.semantic.sides import text_hash
+from lantern.semantic.storage import chunk_vectors_changed, write_memory_vectors
+from lantern.store.engine import Store, now
 from lantern.store.ids import memory_identity
 from lantern.store.models import (
     chunk_entities,
@@ -61,6 +67,7 @@ from lantern.store.models import (
     embeddings,
     entities,
     entity_scans,
+    memory_embeddings,
     memory_entities,
     memory_history,
     memory_records,
@@ -81,6 +88,7 @@ TYPES = (
     "history",
     "entity_scan",
     "memory_entity",
+    "memory_embedding",
 )
 _BATCH = 500
 
@@ -155,6 +163,13 @@ FIELDS: dict[str, dict[str, _Check]] = {
     "history": {"record_id": _is_str, "event": _is_str, "at": _is_int, "changes": _is_object},
     "entity_scan": {"chunk_id": _is_str, "extractor": _is_int},
     "memory_entity": {"record_id": _is_str, "entity_id": _is_str},
+    "memory_embedding": {
+        "record_id": _is_str,
+        "model": _is_str,
+        "dim": _is_int,
+        "text_hash": _is_str,
+        "vector": _is_str,
+    },
 }
 
 
@@ -165,17 +180,60 @@ class TransferReport:
 
     added: Mapping[str, int]
     skipped: Mapping[str, int]
+    dry_run: bool = False
+    """An import that said what it would write, and wrote nothing."""
+    ignored: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    """Lines of the file an import read and did not take, by type: `memory_embedding`, a
+    vector computed from another text than its record's content."""
+    without_vector: int = 0
+    """Memory records an import added with no vector (the file had none for them)."""
 
     @classmethod
-    def of(cls, added: Mapping[str, int], skipped: Mapping[str, int]) -> TransferReport:
+    def of(
+        cls,
+        added: Mapping[str, int],
+        skipped: Mapping[str, int],
+        *,
+        dry_run: bool = False,
+        ignored: Mapping[str, int] | None = None,
+        without_vector: int = 0,
+    ) -> TransferReport:
         return cls(
             added=MappingProxyType({kind: added.get(kind, 0) for kind in TYPES}),
             skipped=MappingProxyType({kind: skipped.get(kind, 0) for kind in TYPES}),
+            dry_run=dry_run,
+            ignored=MappingProxyType({k: n for k, n in (ignored or {}).items() if n}),
+            without_vector=without_vector,
         )
 
+    @property
+    def present(self) -> Mapping[str, int]:
+        """What the store already had: the same counts as `skipped`, by the word the
+        other importers and the command's text use."""
+        return self.skipped
+
     def to_json(self) -> JSONObject:
-        """The counts as `import --json` prints them."""
-        return {"added": dict(self.added), "skipped": dict(self.skipped)}
+        """The counts as `import --json` prints them, in the shape every import shares
+        (docs/json.md, "The store"): `{"format", "dry_run", "read", "records": {"added",
+        "present", "without_vector"}, "ignored", "added", "present", "skipped"}`, where
+        `read`, `added`, `present` and `skipped` count lines by type."""
+        ignored = dict(self.ignored)
+        return {
+            "format": "lantern",
+            "dry_run": self.dry_run,
+            "read": {
+                kind: self.added[kind] + self.skipped[kind] + ignored.get(kind, 0) for kind in TYPES
+            },
+            "records": {
+                "added": self.added["memory"],
+                "present": self.skipped["memory"],
+                "without_vector": self.without_vector,
+            },
+            "ignored": ignored,
+            "added": dict(self.added),
+            "present": dict(self.skipped),
+            "skipped": dict(self.skipped),
+        }
 
 
 def _line(kind: str, values: Mapping[str, Any]) -> bytes:
@@ -303,12 +361,16 @@ def _memory_rows(
     links = select(memory_entities).order_by(
         *_by(conn, memory_entities.c.record_id, memory_entities.c.entity_id)
     )
+    vectors = select(memory_embeddings).order_by(
+        *_by(conn, memory_embeddings.c.memory_id, memory_embeddings.c.model)
+    )
     if scopes:
         in_scope = scope_clause(conn.dialect.name, scopes)
         records = records.where(in_scope)
         exported = select(memory_records.c.id).where(in_scope)
         entries = entries.where(memory_history.c.record_id.in_(exported))
         links = links.where(memory_entities.c.record_id.in_(exported))
+        vectors = vectors.where(memory_embeddings.c.memory_id.in_(exported))
     yield "memory", (row_to_record(row).to_json() for row in conn.execute(records))
     yield (
         "history",
@@ -339,6 +401,17 @@ def _memory_rows(
         "memory_entity",
         (_plain(row, "record_id", "entity_id") for row in conn.execute(links)),
     )
+    yield (
+        "memory_embedding",
+        (
+            {
+                "record_id": row.memory_id,
+                **_plain(row, "model", "dim", "text_hash"),
+                "vector": base64.b64encode(bytes(row.vector)).decode("ascii"),
+            }
+            for row in conn.execute(vectors)
+        ),
+    )
 
 
 def _plain(row: Any, *names: str) -> JSONObject:
@@ -359,23 +432,43 @@ def _as_list(value: str | Iterable[str] | None) -> list[str]:
 # --- import ----------------------------------------------------------------------------------
 
 
-def import_jsonl(store: Store, source: IO[bytes]) -> TransferReport:
+class _DryRun(Exception):
+    """Raised inside the transaction of a dry run, so that it rolls back, with its report."""
+
+    def __init__(self, report: TransferReport) -> None:
+        self.report = report
+
+
+def import_jsonl(store: Store, source: IO[bytes], *, dry_run: bool = False) -> TransferReport:
     """Add what `source` holds and the store does not, in one transaction.
 
     Every line is checked as it is read, so an error names its line; rows are then inserted in
-    batches of one type. Any error leaves the store as it was.
+    batches of one type. Any error leaves the store as it was; so does a dry run, which does the
+    whole import and rolls it back, to say what it would write.
     """
-    with store.write() as conn:
-        importer = _Importer(conn)
-        for number, raw in enumerate(source, start=1):
-            try:
-                importer.read_line(number, raw)
-            except InvalidInput as exc:
-                raise InvalidInput(f"line {number}: {exc.message}") from exc
-        if not importer.header_seen:
-            raise InvalidInput("the file is empty: a Lantern export starts with a header line")
-        importer.finish()
-        return TransferReport.of(importer.added, importer.skipped)
+    try:
+        with store.write() as conn:
+            importer = _Importer(conn)
+            for number, raw in enumerate(source, start=1):
+                try:
+                    importer.read_line(number, raw)
+                except InvalidInput as exc:
+                    raise InvalidInput(f"line {number}: {exc.message}") from exc
+            if not importer.header_seen:
+                raise InvalidInput("the file is empty: a Lantern export starts with a header line")
+            importer.finish()
+            report = TransferReport.of(
+                importer.added,
+                importer.skipped,
+                dry_run=dry_run,
+                ignored=importer.ignored,
+                without_vector=len(importer.added_contents) - len(importer.with_vector),
+            )
+            if dry_run:
+                raise _DryRun(report)
+            return report
+    except _DryRun as rolled_back:
+        return rolled_back.report
 
 
 Batch = list[tuple[int, JSONObject]]
@@ -396,6 +489,11 @@ class _Importer:
         """The kinds of the sources this import adds: their chunks' searchable text needs it."""
         self.skipped_chunks: set[str] = set()
         self.memory_lines: set[str] = set()
+        self.ignored: Counter[str] = Counter()
+        self.added_contents: dict[str, str] = {}
+        """The text hash of the content of each record this import adds."""
+        self.with_vector: set[str] = set()
+        """The records this import adds that the file gave a vector."""
         # Memory ids decided so far: True when this import adds the record and its history.
         self.record_added: dict[str, bool] = {}
         self.links: list[tuple[int, str, str]] = []
@@ -447,6 +545,8 @@ class _Importer:
             except (binascii.Error, ValueError) as exc:
                 raise InvalidInput("embedding vector is not base64") from exc
             return {**values, "vector": vector}
+        if kind == "memory_embedding":
+            return _memory_vector(values)
         if kind == "memory":
             record = _memory_values(values)
             if record["id"] in self.memory_lines:
@@ -478,6 +578,7 @@ class _Importer:
                 "history": self._add_history,
                 "entity_scan": self._add_entity_scans,
                 "memory_entity": self._add_memory_entities,
+                "memory_embedding": self._add_memory_vectors,
             }[str(self.batch_type)](batch)
 
     def _count(self, kind: str, added: int, total: int) -> None:
@@ -574,6 +675,38 @@ class _Importer:
         self._insert(memory_entities, new)
         self._count("memory_entity", len(new), len(batch))
 
+    def _add_memory_vectors(self, batch: Batch) -> None:
+        """A record the store had keeps its own vectors, as it keeps its own history; one this
+        import adds takes the file's vector when it was computed from the record's content
+        (its text hash says so), and leaves out one computed from another text."""
+        for number, values in batch:
+            record_id = values["record_id"]
+            if record_id not in self.record_added:
+                if not self._known(record_id):
+                    raise InvalidInput(
+                        f"line {number}: memory {record_id} has a vector but is neither in "
+                        "the file nor in the store"
+                    )
+                self.record_added[record_id] = False
+        by_model: dict[tuple[str, int], list[tuple[str, bytes, str]]] = {}
+        stale = 0
+        for _number, values in batch:
+            record_id = values["record_id"]
+            if not self.record_added[record_id]:
+                continue
+            if values["text_hash"] != self.added_contents.get(record_id):
+                stale += 1
+                continue
+            rows = by_model.setdefault((values["model"], values["dim"]), [])
+            rows.append((record_id, values["vector"], values["text_hash"]))
+            self.with_vector.add(record_id)
+        at = now()
+        for (model, dim), rows in by_model.items():
+            write_memory_vectors(self.conn, model, dim, rows, at)
+        added = sum(len(rows) for rows in by_model.values())
+        self.ignored["memory_embedding"] += stale
+        self._count("memory_embedding", added, len(batch) - stale)
+
     def _known(self, record_id: str) -> bool:
         """Whether the store had this memory id before the import: as a record, or in history
         only (a forgotten record)."""
@@ -605,6 +738,7 @@ class _Importer:
             elif key not in held:
                 self.claimed[key] = rank
                 record["identity_hash"] = key
+        self.added_contents.update((r["id"], text_hash(r["content"])) for r in new)
         self._insert(memory_records, [{"identity_hash": None, **r} for r in new])
         memory_fts.index(self.conn, [(r["id"], r["content"]) for r in new])
         memory_refs.write(self.conn, [(r["id"], r["source_refs"]) for r in new])
@@ -674,6 +808,26 @@ def _check_fields(kind: str, values: JSONObject) -> None:
     for name, check in expected.items():
         if not check(values[name]):
             raise InvalidInput(f"{kind} line: {name} has the wrong type ({values[name]!r})")
+
+
+def _memory_vector(values: JSONObject) -> JSONObject:
+    """A memory record's vector line, checked: a model named, and as many float32 values as
+    its dimension says."""
+    validation.memory_record_id(values["record_id"])
+    if not values["model"].strip():
+        raise InvalidInput("memory_embedding line: model must name the model of the vector")
+    dim = values["dim"]
+    if dim <= 0:
+        raise InvalidInput(f"memory_embedding line: dim must be positive; got {dim}")
+    try:
+        vector = base64.b64decode(values["vector"], validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidInput("memory_embedding vector is not base64") from exc
+    if len(vector) != 4 * dim:
+        raise InvalidInput(
+            f"memory_embedding vector has {len(vector)} bytes; {dim} float32 values take {4 * dim}"
+        )
+    return {**values, "vector": vector}
 
 
 def _memory_values(values: JSONObject) -> JSONObject:

@@ -19,7 +19,8 @@ same file again changes nothing. The export writes the graph of a store's active
 the entities their links name (name and type as the import found them, else the entity's own),
 each with the content of the records linked to it as its observations (without the `NAME: `
 the import put before them), and the relations their references hold, in the order of the
-file they came from; so a file imported and exported again comes back byte for byte.
+file they came from, the last line ending with a newline when the file's last line did; so a
+file imported and exported again comes back byte for byte.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from lantern.memory.repository import MemoryRepository
 from lantern.memory.rows import row_to_record
 from lantern.store.engine import Store
 from lantern.store.models import memory_records
-from lantern.transfer.foreign import ForeignImport, json_object, read_text
+from lantern.transfer.foreign import ForeignImport, json_object, read_text, without_vector
 
 REF_TYPE = "mcp-memory"
 _NOT_KIND = re.compile(r"[^a-z0-9_-]+")
@@ -60,6 +61,11 @@ class _Entity:
 class _Graph:
     entities: dict[str, _Entity] = field(default_factory=dict)
     relations: list[tuple[str, str, str]] = field(default_factory=list)
+    last: tuple[str, int] | None = None
+    """The file's last line: `("entity", position)` or `("relation", position)`."""
+    final_newline: bool = False
+    """Whether the file ends with a newline (the reference server writes none; an editor
+    usually adds one)."""
 
 
 def kind_of(entity_type: str) -> str:
@@ -84,6 +90,7 @@ def parse(text: str) -> _Graph:
             _read_line(graph, line, number)
         except InvalidInput as exc:
             raise InvalidInput(f"line {number}: {exc.message}") from exc
+    graph.final_newline = text.endswith("\n")
     return graph
 
 
@@ -103,10 +110,12 @@ def _read_line(graph: _Graph, line: str, number: int) -> None:
             )
         entity = entity_names.make(kind_of(entity_type), name)
         graph.entities[name] = _Entity(name, entity_type, list(observations), number, entity)
+        graph.last = ("entity", len(graph.entities) - 1)
     elif kind == "relation":
         graph.relations.append(
             (_text(item, "from"), _text(item, "relationType"), _text(item, "to"))
         )
+        graph.last = ("relation", len(graph.relations) - 1)
     else:
         raise InvalidInput(f'type must be "entity" or "relation"; got {kind!r}')
 
@@ -119,10 +128,17 @@ def _text(item: dict[str, Any], key: str) -> str:
 
 
 def records(graph: _Graph, scope: str) -> list[dict[str, Any]]:
-    """The memory records (with their entities) that hold the graph."""
+    """The memory records (with their entities) that hold the graph.
+
+    The record of the file's last line also says, when the file ends with a newline,
+    `"final_newline": true`, so that the export ends as the file did.
+    """
+    ending = {"final_newline": True} if graph.final_newline else {}
     found: list[dict[str, Any]] = []
     for position, item in enumerate(graph.entities.values()):
         ref = {"type": REF_TYPE, "entity": item.name, "entityType": item.type, "position": position}
+        if graph.last == ("entity", position):
+            ref |= ending
         found.append(
             {
                 "kind": "fact",
@@ -150,7 +166,10 @@ def records(graph: _Graph, scope: str) -> list[dict[str, Any]]:
                 "kind": "fact",
                 "scope": scope,
                 "content": f"{start} {relation} {end}",
-                "source_refs": [{**ref, "position": position}],
+                "source_refs": [
+                    {**ref, "position": position}
+                    | (ending if graph.last == ("relation", position) else {})
+                ],
                 "entities": list(dict.fromkeys(ends)),
             }
         )
@@ -158,7 +177,12 @@ def records(graph: _Graph, scope: str) -> list[dict[str, Any]]:
 
 
 def import_graph(
-    memory: MemoryRepository, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
+    store: Store,
+    memory: MemoryRepository,
+    source: IO[bytes],
+    *,
+    scope: str = "global",
+    dry_run: bool = False,
 ) -> ForeignImport:
     """Store the graph of a `memory.jsonl` file as entities and memory records, all or nothing."""
     checked_scope = validation.scope(scope)
@@ -168,7 +192,8 @@ def import_graph(
         results = memory.add_many(wanted, allow_dangling=True, dry_run=dry_run)
     except LanternError as exc:
         raise _located(exc, wanted, graph) from exc
-    added = sum(1 for _record, created in results if created)
+    created = [record.id for record, made in results if made]
+    added = len(created)
     return ForeignImport(
         format=REF_TYPE,
         dry_run=dry_run,
@@ -179,6 +204,7 @@ def import_graph(
         },
         added=added,
         present=len(results) - added,
+        without_vector=without_vector(store, created, dry_run=dry_run),
     )
 
 
@@ -209,7 +235,7 @@ def export_graph(store: Store, out: IO[bytes], *, scope: str | Iterable[str] | N
         stored = [row_to_record(row) for row in conn.execute(statement)]
         linked = links.of_records(conn, [record.id for record in stored])
     graph_entities: dict[str, dict[str, Any]] = {}
-    relations: list[tuple[tuple[Any, ...], JSONLine]] = []
+    relations: list[tuple[tuple[Any, ...], JSONLine, bool]] = []
     observations: list[tuple[str, tuple[Any, ...], str]] = []
     for record in stored:
         ref = next((r for r in record.source_refs if r.get("type") == REF_TYPE), None)
@@ -221,6 +247,7 @@ def export_graph(store: Store, out: IO[bytes], *, scope: str | Iterable[str] | N
                     "name": entity.name,
                     "entityType": entity.kind,
                     "order": (1, entity.kind, entity.name),
+                    "final_newline": False,
                 },
             )
         if (
@@ -233,6 +260,7 @@ def export_graph(store: Store, out: IO[bytes], *, scope: str | Iterable[str] | N
                     "name": ref["entity"],
                     "entityType": ref["entityType"],
                     "order": (0, record.created_at, _position(ref), record.id),
+                    "final_newline": ref.get("final_newline") is True,
                 }
             continue
         if ref is not None and all(
@@ -244,7 +272,8 @@ def export_graph(store: Store, out: IO[bytes], *, scope: str | Iterable[str] | N
                 "to": ref["to"],
                 "relationType": ref["relationType"],
             }
-            relations.append(((record.created_at, _position(ref), record.id), line))
+            order = (record.created_at, _position(ref), record.id)
+            relations.append((order, line, ref.get("final_newline") is True))
             continue
         for entity in refs:
             at = _position(ref) if ref is not None and ref.get("entity") is not None else 1 << 62
@@ -253,6 +282,7 @@ def export_graph(store: Store, out: IO[bytes], *, scope: str | Iterable[str] | N
     for entity_id, order, content in observations:
         by_entity.setdefault(entity_id, []).append((order, content))
     lines: list[JSONLine] = []
+    final_newline = False
     for entity_id, item in sorted(graph_entities.items(), key=lambda pair: pair[1]["order"]):
         name = item["name"]
         said = [content for _order, content in sorted(by_entity.get(entity_id, []))]
@@ -266,11 +296,16 @@ def export_graph(store: Store, out: IO[bytes], *, scope: str | Iterable[str] | N
                 ],
             }
         )
-    lines += [line for _order, line in sorted(relations, key=lambda pair: pair[0])]
+        final_newline = item["final_newline"]
+    for _order, line, ends in sorted(relations, key=lambda found: found[0]):
+        lines.append(line)
+        final_newline = ends
     rendered = "\n".join(
         json.dumps(line, ensure_ascii=False, separators=(",", ":")) for line in lines
     )
-    out.write(rendered.encode("utf-8"))
+    # Lines are joined as the reference server joins them; the last one ends with a newline
+    # when the file it came from did.
+    out.write((rendered + ("\n" if final_newline else "")).encode("utf-8"))
     return len(lines)
 
 

@@ -10,9 +10,12 @@ Mapping (docs/entities.md, "Importers"):
 
 * scope: `user:USER_ID` when the memory has a user id, else `agent:AGENT_ID`, else
   `run:RUN_ID`, else the scope given (`global` by default);
-* kind: `preference` for a memory whose `categories` (or `metadata.categories`) name
-  preferences, `task_state` for mem0's procedural memories (`metadata.memory_type`
-  `procedural_memory`), `fact` otherwise;
+* kind: `task_state` for mem0's procedural memories (`metadata.memory_type`
+  `procedural_memory`); else by the memory's `categories` (or `metadata.categories`), mem0's
+  own category names included (`CATEGORY_KINDS`): `preference` for `user_preferences` (and
+  `preference`, `preferences`), `observation` for `milestones`; `fact` otherwise (mem0's other
+  categories, `food`, `travel`, `health` and the like, say what a memory is about, not what
+  kind of statement it is);
 * content: the `memory` text;
 * everything else mem0 knew (its id, hash, metadata, times and ids) is kept in one reference,
   `{"type": "mem0", "id": ..., ...}`, so nothing is lost and `memory list --cites mem0:ID`
@@ -31,11 +34,31 @@ from typing import IO, Any
 from lantern import validation
 from lantern.errors import InvalidInput, LanternError
 from lantern.memory.repository import MemoryRepository
-from lantern.transfer.foreign import ForeignImport, read_text
+from lantern.store.engine import Store
+from lantern.transfer.foreign import ForeignImport, read_text, without_vector
 
 REF_TYPE = "mem0"
 _LEFT_OUT = frozenset({"memory", "score"})
 """Fields not kept in the reference: the text is the content, a score belongs to a search."""
+
+CATEGORY_KINDS: dict[str, str] = {
+    "user_preferences": "preference",
+    "preference": "preference",
+    "preferences": "preference",
+    "milestones": "observation",
+}
+"""The categories that say what kind of statement a memory is (compared in lowercase).
+
+mem0 tags memories with categories from a project's list; its default list has fifteen:
+`personal_details`, `family`, `professional_details`, `sports`, `travel`, `food`, `music`,
+`health`, `technology`, `hobbies`, `fashion`, `entertainment`, `milestones`,
+`user_preferences` and `misc`. Two of them name a kind: `user_preferences` (what the user
+likes) and `milestones` (an event that happened). The others name a topic, and a memory of
+any topic is a `fact` unless another of its categories says more. The categories themselves
+stay in the memory's reference.
+"""
+_KIND_ORDER = ("preference", "observation")
+"""When categories name several kinds, the first of these wins."""
 
 
 def memories(text: str) -> tuple[list[tuple[int, dict[str, Any]]], int]:
@@ -117,15 +140,19 @@ def _kind(item: dict[str, Any], metadata: dict[str, Any]) -> str:
     categories = item.get("categories") or metadata.get("categories") or []
     if isinstance(categories, str):
         categories = [categories]
-    if isinstance(categories, list) and any(
-        isinstance(c, str) and c.lower() in ("preference", "preferences") for c in categories
-    ):
-        return "preference"
-    return "fact"
+    if not isinstance(categories, list):
+        return "fact"
+    named = {CATEGORY_KINDS.get(c.strip().lower()) for c in categories if isinstance(c, str)}
+    return next((kind for kind in _KIND_ORDER if kind in named), "fact")
 
 
 def import_memories(
-    memory: MemoryRepository, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
+    store: Store,
+    memory: MemoryRepository,
+    source: IO[bytes],
+    *,
+    scope: str = "global",
+    dry_run: bool = False,
 ) -> ForeignImport:
     """Store the memories of a mem0 export as memory records, all or nothing."""
     default_scope = validation.scope(scope)
@@ -143,12 +170,14 @@ def import_memories(
         if hit and isinstance(exc, InvalidInput):
             raise InvalidInput(f"line {found[int(hit[1])][0]}: {hit[2]}") from exc
         raise
-    added = sum(1 for _record, created in results if created)
+    created = [record.id for record, made in results if made]
+    added = len(created)
     return ForeignImport(
         format=REF_TYPE,
         dry_run=dry_run,
         read={"memories": len(found)},
         added=added,
         present=len(results) - added,
+        without_vector=without_vector(store, created, dry_run=dry_run),
         ignored={"relations": relations} if relations else {},
     )
