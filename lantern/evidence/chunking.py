@@ -556,8 +556,9 @@ def _turns_in(turns: Sequence[Turn], starts: list[int], start: int, end: int) ->
 def _split_turn(text: str, unit: _TurnUnit, target: int) -> Iterator[Span]:
     """Cut a turn that does not fit a chunk, only at whitespace inside its words' strings.
 
-    Pieces are packed up to the target; the JSON before the first word and after the last
-    stays with them, so a piece may be longer where that JSON is. A piece must read back as
+    Pieces are packed up to the target, counted from the turn's first word to its last: the
+    JSON before the first word and after the last comes along, so the first and the last
+    piece are longer by that JSON. A piece must read back as
     the words it holds (JSON that looks like structure, `[1, 2]`, inside a string could be
     read otherwise): one that would not is extended to the next cut.
     """
@@ -569,12 +570,16 @@ def _split_turn(text: str, unit: _TurnUnit, target: int) -> Iterator[Span]:
             if space.start() > max(body_start, unit.start) and space.end() < body_end:
                 cuts.append(space.span())
     cut_ends = [cut_end for cut_end, _next in cuts]
+    if not spans:
+        return iter(((unit.start, unit.end),))
+    # Sizes count from the first word and up to the last: the JSON around them comes along.
+    words_start, words_end = max(spans[0][0], unit.start), spans[-1][1]
     pieces: list[Span] = []
     position = unit.start
     index = 0
-    while unit.end - position > target:
+    while words_end - max(position, words_start) > target:
         index = max(index, bisect_left(cut_ends, position + 1))
-        chosen = max(bisect_right(cut_ends, position + target) - 1, index)
+        chosen = max(bisect_right(cut_ends, max(position, words_start) + target) - 1, index)
         while chosen < len(cuts) and not _reads_back(text, spans, position, cut_ends[chosen]):
             chosen += 1
         if chosen >= len(cuts):

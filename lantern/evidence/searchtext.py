@@ -224,8 +224,8 @@ def _child(frame: int, key: str | None, bracket: str) -> int:
     if frame in (_LIST, _START):
         return _BLOCK if key is None and bracket == "{" else _OTHER
     if frame in (_ELEMENT, _BLOCK):
-        if key is None:  # an element of an array the chunk did not open
-            return _ELEMENT if bracket == "{" else _OTHER
+        if key is None:  # an element of an array the chunk did not open: a turn or a block
+            return _BLOCK if bracket == "{" else _OTHER
         if key == "content":
             return _LIST if bracket == "[" else _CONTENT
         if key == "author" and bracket == "{":
