@@ -13,13 +13,16 @@ the repository writes it beside each new chunk, `db rebuild-index` and the schem
 introduced it (0007) derive it again from the stored chunks, and an export leaves it out.
 
 Decoding a transcript chunk is best-effort and never fails. A chunk holds whole turns (JSON
-Lines, or elements of a `{"messages": [...]}` array), except that a turn longer than the chunk
-size is cut at whitespace, so a chunk may start or end inside a string. The decoder reads the
+Lines, elements of an array, nodes of a ChatGPT export's mapping), except that a turn longer
+than the chunk size is cut at whitespace inside the strings of its words (`text_spans`), so a
+chunk may start or end inside such a string; chunks stored by older versions were cut at any
+whitespace of the turn, and read as well as they can be. The decoder reads the
 chunk as a stream of JSON string literals and the structure between them, trying first that it
 starts outside a string, then inside one. Of each turn it keeps the `role` (as a word followed by
-a colon) and the `content`, with escapes decoded; keys and other values (`ts`, ids, metadata)
-are left out; a string value the chunk starts with (in its middle, or whole with its key in the
-chunk before) counts as content, which is what a turn cut in two mostly continues with. Text
+a colon) and the words of its `content` (see the rules above `_render_element`), with escapes
+decoded; keys and other values (`ts`, ids, metadata) are left out; a string value the chunk
+starts with (in its middle, or whole with its key in the chunk before) counts as content, which
+is what a turn cut in two continues with. Text
 that is not JSON of that shape under either reading (a transcript that an older tool stored as
 plain text, say) is searched as it is.
 """

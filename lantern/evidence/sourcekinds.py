@@ -6,16 +6,22 @@ signals (the file name) and only looks at content where the name cannot tell
 
 Transcript format
 -----------------
-A transcript is JSON Lines: one turn per line, each line a JSON object with a
-``role`` string and a ``content`` string, and optionally ``ts``, the time of the
-turn, given either as a number of unix seconds or as an ISO-8601 string (a
-timestamp without a zone is taken as UTC). Blank lines are allowed and other keys
-are ignored. The common chat-export shape is accepted too: a single JSON object
-whose ``messages`` key holds an array of such objects, e.g.
-``{"messages": [{"role": "user", "content": "hi"}, ...]}``. A document with no
-turns, or with any line or message that lacks a string ``role`` and ``content``,
-is not a transcript. An unreadable ``ts`` does not disqualify a turn; its time is
-just unknown.
+A transcript is recognised by its structure (docs/evidence.md, "Transcript format"):
+
+* JSON Lines: one turn per line, each line a JSON object with a ``role`` string and a
+  ``content``, and optionally ``ts``, the time of the turn, given either as a number of unix
+  seconds or as an ISO-8601 string (a timestamp without a zone is taken as UTC). Blank lines
+  are allowed and other keys are ignored.
+* ``{"messages": [...]}``: one object whose ``messages`` array holds such turns.
+* A bare array of such turns.
+* A ChatGPT export (``conversations.json``): an array of conversations (or one), each with a
+  ``mapping`` of nodes; a node's ``message`` (``author.role``, ``content``, ``create_time``)
+  is a turn, a node without one is not.
+
+``content`` is a string, or a list of typed blocks (``{"type": "text", "text": ...}``, as the
+chat APIs write messages); its words are `lantern.evidence.searchtext.content_text`. A document
+with no turns, or with any line or element that is not a turn of its shape, is not a
+transcript. An unreadable time does not disqualify a turn; its time is just unknown.
 """
 
 from __future__ import annotations
