@@ -205,3 +205,21 @@ def test_every_chunk_is_searched_by_words_and_ends_at_a_turn_or_in_its_words(
         ), chunk
         searched |= _words(searchable)
     assert said <= searched
+
+
+def test_a_chat_export_stored_as_code_becomes_a_transcript_on_reingest(
+    lt: Lantern, tmp_path: Path
+) -> None:
+    """A store made before these formats were read holds the file as a `source_file`; its
+    kind now differs, so the unchanged file is chunked again as a transcript, then left alone."""
+    path = tmp_path / "openai-chat.json"
+    shutil.copy(DATA / "openai-chat.json", path)
+    [old] = lt.evidence.ingest_path(path, kind="source_file").sources
+    assert old.source.kind == "source_file" and lt.evidence.search("role", mode="keyword")
+    [again] = lt.evidence.ingest_path(path).sources
+    assert (again.status, again.source.kind) == ("updated", "transcript")
+    assert again.source.id == old.source.id
+    assert lt.evidence.search("role", mode="keyword") == []
+    [same] = lt.evidence.ingest_path(path).sources
+    assert same.status == "unchanged"
+    assert lt.check().healthy
