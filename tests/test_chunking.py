@@ -39,8 +39,13 @@ def assert_invariants(
     *,
     word_boundaries: bool = True,
     covers_all: bool = True,
+    turns: list[Turn] | None = None,
 ) -> None:
-    """The contract every chunker keeps, whatever the kind."""
+    """The contract every chunker keeps, whatever the kind.
+
+    A transcript's turn is cut only inside the strings of its words: with `turns`, a chunk
+    may be longer than the target where it lies within one turn.
+    """
     assert [chunk.ordinal for chunk in chunks] == list(range(len(chunks)))
     previous_end = 0
     for chunk in chunks:
@@ -48,7 +53,11 @@ def assert_invariants(
         assert previous_end <= chunk.start < chunk.end
         previous_end = chunk.end
         assert chunk.text.strip() == chunk.text, "chunks are trimmed and never blank"
-        assert len(chunk.text) <= target or not any(c.isspace() for c in chunk.text)
+        assert (
+            len(chunk.text) <= target
+            or not any(c.isspace() for c in chunk.text)
+            or (turns is not None and _within_one_turn(chunk, turns))
+        )
         if word_boundaries:
             assert chunk.start == 0 or text[chunk.start - 1].isspace()
             assert chunk.end == len(text) or text[chunk.end].isspace()
@@ -56,26 +65,38 @@ def assert_invariants(
         assert non_space("".join(chunk.text for chunk in chunks)) == non_space(text)
 
 
-def is_messages_document(text: str) -> bool:
+def _within_one_turn(chunk: ChunkSpan, turns: list[Turn]) -> bool:
+    """Within one turn with words (and the turns without words next to it, joined to it)."""
+    inside = [turn for turn in turns if turn.start < chunk.end and chunk.start < turn.end]
+    return len([turn for turn in inside if turn.content.strip()]) <= 1
+
+
+def is_json_document(text: str) -> bool:
+    """A transcript that is one JSON document (an array, or an object holding the turns)."""
     try:
         value = json.loads(text)
     except ValueError:
         return False
-    return isinstance(value, dict) and "messages" in value
+    return isinstance(value, list) or (isinstance(value, dict) and "role" not in value)
 
 
 def chunks_of(text: str, kind: str, target: int = 1000, path: str | None = None) -> list[ChunkSpan]:
     """Chunk and check the invariants.
 
-    A ``{"messages": [...]}`` transcript is chunked by message objects, so its chunk
-    edges sit next to JSON punctuation and its envelope is not part of any chunk.
+    A transcript that is one JSON document (``{"messages": [...]}``, an array, a ChatGPT
+    export) is chunked by turn objects, so its chunk edges sit next to JSON punctuation and
+    its envelope is not part of any chunk.
     """
     chunks = chunk_source(text, kind, target_size=target, path=path)
-    by_messages = (
-        kind == "transcript" and is_messages_document(text) and parse_transcript(text) is not None
-    )
+    turns = parse_transcript(text) if kind == "transcript" else None
+    by_messages = turns is not None and is_json_document(text)
     assert_invariants(
-        text, chunks, target, word_boundaries=not by_messages, covers_all=not by_messages
+        text,
+        chunks,
+        target,
+        word_boundaries=not by_messages,
+        covers_all=not by_messages,
+        turns=turns,
     )
     return chunks
 
@@ -411,7 +432,9 @@ def test_parse_messages_document_keeps_object_spans() -> None:
         "plain prose",
         "{}",
         "[]",
-        '[{"role": "user", "content": "hi"}]',
+        '[{"role": "user", "content": "hi"}, {"role": "user"}]',
+        '[{"role": "user", "content": [{"text": "a block without a type"}]}]',
+        '[{"title": "a conversation", "mapping": {"n": {"message": {"content": "no author"}}}}]',
         '{"messages": []}',
         '{"messages": "nope"}',
         '{"messages": [{"role": "user"}]}',
@@ -730,7 +753,7 @@ def test_transcripts_round_trip_and_never_split_a_fitting_turn(
     for chunk in chunks:
         inside = [t for t in turns if t.start < chunk.end and chunk.start < t.end]
         assert chunk.metadata["turns"] == len(inside)
-        if len(inside) > 1:
+        if len([t for t in inside if t.content.strip()]) > 1:
             assert all(chunk.start <= t.start and t.end <= chunk.end for t in inside)
     for turn in turns:
         if turn.end - turn.start <= target:

@@ -52,9 +52,10 @@ def _words(text: str) -> set[str]:
         ('its end.", "ts": "2024-01-09T19:12:00Z"}\n{"role": "user", "content": "next"}',
          "its end.\nuser: next"),
         ('"content": "after its role", "ts": 1}', "after its role"),
-        # Content given as parts, and metadata beside it.
-        ('{"role": "user", "content": [{"type": "text", "text": "hello"}], "meta": {"a": "b"}}',
-         "user: text hello"),
+        # Content given as blocks, and metadata beside it: a block without text is its type.
+        ('{"role": "user", "content": [{"type": "text", "text": "hello"}, '
+         '{"type": "image_url", "image_url": {"url": "https://x.test/a"}}], "meta": {"a": "b"}}',
+         "user: hello [image_url]"),
         # Escapes JSON does not know, and unpaired surrogates, still give storable text.
         ('{"role": "user", "content": "a \\q b \\ud800 c \\ud83d\\ude00"}',
          "user: a \\q b \ufffd c \U0001f600"),

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 
+from lantern.evidence.searchtext import text_spans, transcript_search_text, unescape
 from lantern.evidence.sourcekinds import Turn, language_for, parse_transcript
 
 MIN_TARGET_SIZE = 100
@@ -37,6 +38,7 @@ Splitter = Callable[[str, int, int, int], Iterator[Span]]
 _PARAGRAPH = re.compile(r"\S(?:[^\n]*\S)?(?:[^\S\n]*\n[^\S\n]*\S(?:[^\n]*\S)?)*")
 _NON_SPACE = re.compile(r"\S")
 _SPACE = re.compile(r"\s")
+_SPACES = re.compile(r"\s+")
 _ENDS_WITH_SPACE = re.compile(r"[\s\S]*\s")
 _BLANK_LINE = re.compile(r"\n[^\S\n]*\n")
 _ENDS_WITH_BLANK_LINE = re.compile(r"[\s\S]*\n[^\S\n]*\n")
@@ -470,23 +472,136 @@ def _turn_metadata(turns: Sequence[Turn]) -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _TurnUnit:
+    """What is packed: a turn with words, with the turns without words next to it."""
+
+    start: int
+    end: int
+    turn: Turn
+
+
+def _turn_units(text: str, turns: Sequence[Turn], begin: int) -> list[_TurnUnit]:
+    """The turns from ``begin`` on, a turn without words (an empty system message) joined to
+    the one before it in its conversation, else to the one after: alone it would make a chunk
+    with nothing to search. Only a conversation without a word keeps such turns apart."""
+    units: list[_TurnUnit] = []
+    waiting: _TurnUnit | None = None  # wordless turns that open a conversation
+    for turn in turns:
+        if turn.end <= begin:
+            continue
+        span = _trim(text, max(turn.start, begin), turn.end)
+        if span is None:
+            continue
+        start, end = span
+        previous = units[-1] if units else None
+        if waiting is not None and waiting.turn.conversation != turn.conversation:
+            units.append(waiting)
+            previous, waiting = waiting, None
+        if not turn.content.strip():
+            if waiting is not None:
+                waiting = _TurnUnit(waiting.start, end, waiting.turn)
+            elif previous is not None and previous.turn.conversation == turn.conversation:
+                units[-1] = _TurnUnit(previous.start, end, previous.turn)
+            else:
+                waiting = _TurnUnit(start, end, turn)
+            continue
+        if waiting is not None:
+            start, waiting = waiting.start, None
+        units.append(_TurnUnit(start, end, turn))
+    if waiting is not None:
+        units.append(waiting)
+    return units
+
+
 def _transcript_pieces(text: str, target: int, begin: int) -> Iterator[Piece]:
-    """Group whole turns; only a turn longer than the target is ever split."""
+    """Group whole turns, within one conversation; only a turn longer than the target is
+    ever split, and only inside the strings that hold its words."""
     turns = parse_transcript(text)
     if turns is None:
         yield from _plain_pieces(text, target, begin)
         return
-    kept = [
-        (turn, span)
-        for turn in turns
-        if turn.end > begin and (span := _trim(text, max(turn.start, begin), turn.end))
-    ]
-    units = [span for _, span in kept]
-    for first, stop in _groups(units, target):
-        start, end = units[first][0], units[stop - 1][1]
-        group = [turn for turn, _ in kept[first:stop]]
-        if end - start <= target:
-            yield start, end, _turn_metadata(group)
+    units = _turn_units(text, turns, begin)
+    starts = [turn.start for turn in turns]
+    ends = [unit.end for unit in units]
+    index = 0
+    while index < len(units):
+        stop = max(bisect_right(ends, units[index].start + target, index), index + 1)
+        conversation = units[index].turn.conversation
+        stop = next(
+            (i for i in range(index + 1, stop) if units[i].turn.conversation != conversation),
+            stop,
+        )
+        start, end = units[index].start, units[stop - 1].end
+        turn = units[index].turn
+        # A turn that fits stays whole, with the wordless turns joined to it.
+        if end - start <= target or stop - index > 1 or turn.end - turn.start <= target:
+            yield start, end, _turn_metadata(_turns_in(turns, starts, start, end))
+        else:
+            for piece_start, piece_end in _split_turn(text, units[index], target):
+                yield (
+                    piece_start,
+                    piece_end,
+                    _turn_metadata(_turns_in(turns, starts, piece_start, piece_end)),
+                )
+        index = stop
+
+
+def _turns_in(turns: Sequence[Turn], starts: list[int], start: int, end: int) -> list[Turn]:
+    """The turns a chunk ``[start, end)`` holds some of."""
+    first = max(bisect_right(starts, start) - 1, 0)
+    return [turn for turn in turns[first : bisect_left(starts, end)] if turn.end > start]
+
+
+def _split_turn(text: str, unit: _TurnUnit, target: int) -> Iterator[Span]:
+    """Cut a turn that does not fit a chunk, only at whitespace inside its words' strings.
+
+    Pieces are packed up to the target, counted from the turn's first word to its last: the
+    JSON before the first word and after the last comes along, so the first and the last
+    piece are longer by that JSON. A piece must read back as
+    the words it holds (JSON that looks like structure, `[1, 2]`, inside a string could be
+    read otherwise): one that would not is extended to the next cut.
+    """
+    turn = unit.turn
+    spans = [span for span in text_spans(text, turn.start, turn.end) if span[1] > unit.start]
+    cuts: list[Span] = []  # (where a piece may end, where the next one then starts)
+    for body_start, body_end in spans:
+        for space in _SPACES.finditer(text, max(body_start, unit.start), body_end):
+            if space.start() > max(body_start, unit.start) and space.end() < body_end:
+                cuts.append(space.span())
+    cut_ends = [cut_end for cut_end, _next in cuts]
+    if not spans:
+        return iter(((unit.start, unit.end),))
+    # Sizes count from the first word and up to the last: the JSON around them comes along.
+    words_start, words_end = max(spans[0][0], unit.start), spans[-1][1]
+    pieces: list[Span] = []
+    position = unit.start
+    index = 0
+    while words_end - max(position, words_start) > target:
+        index = max(index, bisect_left(cut_ends, position + 1))
+        chosen = max(bisect_right(cut_ends, max(position, words_start) + target) - 1, index)
+        while chosen < len(cuts) and not _reads_back(text, spans, position, cut_ends[chosen]):
+            chosen += 1
+        if chosen >= len(cuts):
+            break
+        pieces.append((position, cut_ends[chosen]))
+        position = cuts[chosen][1]
+        index = chosen + 1
+    pieces.append((position, unit.end))
+    if len(pieces) > 1 and not _reads_back(text, spans, position, unit.end):
+        pieces[-2:] = [(pieces[-2][0], unit.end)]  # the rest holds no words: no piece of its own
+    return iter(pieces)
+
+
+def _reads_back(text: str, spans: Sequence[Span], start: int, end: int) -> bool:
+    """Whether the piece ``text[start:end]`` holds words, and is searched by every one."""
+    decoded = transcript_search_text(text[start:end]) or text[start:end]
+    if not decoded.strip():
+        return False
+    for body_start, body_end in spans:
+        if body_end <= start or body_start >= end:
             continue
-        for piece_start, piece_end in _split_paragraphs(text, start, end, target):
-            yield piece_start, piece_end, _turn_metadata(group)
+        fragment = unescape(text[max(body_start, start) : min(body_end, end)]).strip()
+        if fragment and fragment not in decoded:
+            return False
+    return True

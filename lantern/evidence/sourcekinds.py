@@ -6,16 +6,22 @@ signals (the file name) and only looks at content where the name cannot tell
 
 Transcript format
 -----------------
-A transcript is JSON Lines: one turn per line, each line a JSON object with a
-``role`` string and a ``content`` string, and optionally ``ts``, the time of the
-turn, given either as a number of unix seconds or as an ISO-8601 string (a
-timestamp without a zone is taken as UTC). Blank lines are allowed and other keys
-are ignored. The common chat-export shape is accepted too: a single JSON object
-whose ``messages`` key holds an array of such objects, e.g.
-``{"messages": [{"role": "user", "content": "hi"}, ...]}``. A document with no
-turns, or with any line or message that lacks a string ``role`` and ``content``,
-is not a transcript. An unreadable ``ts`` does not disqualify a turn; its time is
-just unknown.
+A transcript is recognised by its structure (docs/evidence.md, "Transcript format"):
+
+* JSON Lines: one turn per line, each line a JSON object with a ``role`` string and a
+  ``content``, and optionally ``ts``, the time of the turn, given either as a number of unix
+  seconds or as an ISO-8601 string (a timestamp without a zone is taken as UTC). Blank lines
+  are allowed and other keys are ignored.
+* ``{"messages": [...]}``: one object whose ``messages`` array holds such turns.
+* A bare array of such turns.
+* A ChatGPT export (``conversations.json``): an array of conversations (or one), each with a
+  ``mapping`` of nodes; a node's ``message`` (``author.role``, ``content``, ``create_time``)
+  is a turn, a node without one is not.
+
+``content`` is a string, or a list of typed blocks (``{"type": "text", "text": ...}``, as the
+chat APIs write messages); its words are `lantern.evidence.searchtext.content_text`. A document
+with no turns, or with any line or element that is not a turn of its shape, is not a
+transcript. An unreadable time does not disqualify a turn; its time is just unknown.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from lantern.evidence.searchtext import content_text
 
 KNOWN_SOURCE_KINDS: tuple[str, ...] = (
     "transcript",
@@ -120,6 +128,9 @@ class Turn:
     ts: int | None
     start: int
     end: int
+    conversation: int = 0
+    """Which conversation of a document holding several (a ChatGPT export) the turn is in:
+    chunks do not join turns of different conversations."""
 
 
 def _file_name(path: str) -> str:
@@ -165,13 +176,20 @@ def detect_kind(path: str | None, text: str) -> str:
 
 
 def parse_transcript(text: str) -> list[Turn] | None:
-    """Read a transcript in either accepted shape, or return None if it is not one.
+    """Read a transcript in any accepted shape, or return None if it is not one.
 
     None rather than an exception, because callers use this to decide the kind and
     fall back to plain text.
     """
-    turns = _parse_messages_document(text)
-    if turns is None:
+    position = _skip_json_whitespace(text, 1 if text.startswith(_BYTE_ORDER_MARK) else 0)
+    opening = text[position : position + 1]
+    turns: list[Turn] | None = None
+    if opening in ("{", "["):
+        try:
+            turns = _walk_document(text, position)
+        except (ValueError, RecursionError):
+            turns = None
+    if turns is None and opening != "[":
         turns = _parse_json_lines(text)
     return turns or None
 
@@ -195,21 +213,9 @@ def _parse_json_lines(text: str) -> list[Turn] | None:
 def _turn_from_line(text: str, start: int, end: int) -> Turn | None:
     try:
         value = json.loads(text[start:end])
-    except ValueError:
-        return None
-    return _turn_from_value(value, start, end)
-
-
-def _parse_messages_document(text: str) -> list[Turn] | None:
-    """Read ``{"messages": [...]}`` while keeping each message's offsets.
-
-    ``json.loads`` would lose positions, so the top-level object is walked with
-    ``raw_decode``, which reports where each value ends.
-    """
-    try:
-        return _walk_messages_document(text)
     except (ValueError, RecursionError):
         return None
+    return _turn_from_value(value, start, end)
 
 
 def _skip_json_whitespace(text: str, position: int) -> int:
@@ -217,54 +223,99 @@ def _skip_json_whitespace(text: str, position: int) -> int:
     return position if match is None else match.end()
 
 
-def _walk_messages_document(text: str) -> list[Turn] | None:
+_Element = tuple[object, int, int]
+"""A JSON value with where it starts and ends in the text."""
+
+
+def _walk_document(text: str, position: int) -> list[Turn] | None:
+    """Read a whole-document transcript (an object or an array) while keeping each turn's
+    offsets, or None when the document is not one.
+
+    ``json.loads`` would lose positions, so containers are walked with ``raw_decode``,
+    which reports where each value ends; only the containers that lead to turns are
+    walked, every other value is decoded whole at C speed.
+    """
     decoder = json.JSONDecoder()
-    position = _skip_json_whitespace(text, 1 if text.startswith(_BYTE_ORDER_MARK) else 0)
-    if text[position : position + 1] != "{":
-        return None
-    position = _skip_json_whitespace(text, position + 1)
-    if text[position : position + 1] == "}":
-        return None
-    turns: list[Turn] | None = None
-    while True:
-        if text[position : position + 1] != '"':
-            return None
-        key, position = decoder.raw_decode(text, position)
-        position = _skip_json_whitespace(text, position)
-        if text[position : position + 1] != ":":
-            return None
-        position = _skip_json_whitespace(text, position + 1)
-        if key == "messages":
-            turns, position = _walk_messages_array(text, position, decoder)
-        else:
-            _, position = decoder.raw_decode(text, position)
-        position = _skip_json_whitespace(text, position)
-        separator = text[position : position + 1]
-        if separator == "}":
-            break
-        if separator != ",":
-            return None
-        position = _skip_json_whitespace(text, position + 1)
-    if _skip_json_whitespace(text, position + 1) != len(text):
+    if text[position] == "[":
+        elements, end = _array_elements(text, position, decoder)
+        turns = _turns_of_array(text, elements, decoder)
+    else:
+        turns, end = _document_object(text, position, decoder)
+    if turns is None or _skip_json_whitespace(text, end) != len(text):
         return None
     return turns
 
 
-def _walk_messages_array(
+def _document_object(
     text: str, position: int, decoder: json.JSONDecoder
 ) -> tuple[list[Turn] | None, int]:
-    """Decode the messages array element by element, recording each element's span.
+    """A ``{"messages": [...]}`` document or one ChatGPT conversation (``mapping``)."""
+    found: dict[str, list[_Element]] = {}
+    members, end = _object_members(text, position, decoder, want=("messages", "mapping"))
+    for key, elements in members:
+        found[key] = elements
+    if "messages" in found:
+        messages = found["messages"]
+        return _turns_of_elements(messages) if messages else None, end
+    if "mapping" in found:
+        return _turns_of_mapping(found["mapping"]), end
+    return None, end
 
-    The turns are None when the value is not an array of turns; where the value
-    ends is returned regardless, so the caller can finish validating the document.
+
+def _object_members(
+    text: str, position: int, decoder: json.JSONDecoder, want: tuple[str, ...]
+) -> tuple[list[tuple[str, list[_Element]]], int]:
+    """Walk the object at ``position``: for each key in ``want``, the elements of its value
+    (an array's elements, or an object's members' values); and where the object ends.
+
+    A wanted value of another type gives no elements. Raises ValueError on malformed JSON.
     """
-    if text[position : position + 1] != "[":
-        _, end = decoder.raw_decode(text, position)
-        return None, end
-    elements: list[tuple[object, int, int]] = []
+    if text[position : position + 1] != "{":
+        raise ValueError("not an object")
+    members: list[tuple[str, list[_Element]]] = []
+    position = _skip_json_whitespace(text, position + 1)
+    if text[position : position + 1] == "}":
+        return members, position + 1
+    while True:
+        if text[position : position + 1] != '"':
+            raise ValueError("malformed object")
+        key, position = decoder.raw_decode(text, position)
+        position = _skip_json_whitespace(text, position)
+        if text[position : position + 1] != ":":
+            raise ValueError("malformed object")
+        position = _skip_json_whitespace(text, position + 1)
+        opening = text[position : position + 1]
+        if key in want and opening == "[":
+            elements, position = _array_elements(text, position, decoder)
+            members.append((key, elements))
+        elif key in want and opening == "{":
+            values, position = _object_members(text, position, decoder, want=("*",))
+            members.append((key, [element for _key, found in values for element in found]))
+        elif "*" in want:
+            start = position
+            value, position = decoder.raw_decode(text, position)
+            members.append((key, [(value, start, position)]))
+        else:
+            value, position = decoder.raw_decode(text, position)
+            if key in want:
+                members.append((key, []))
+        position = _skip_json_whitespace(text, position)
+        separator = text[position : position + 1]
+        if separator == "}":
+            return members, position + 1
+        if separator != ",":
+            raise ValueError("malformed object")
+        position = _skip_json_whitespace(text, position + 1)
+
+
+def _array_elements(
+    text: str, position: int, decoder: json.JSONDecoder
+) -> tuple[list[_Element], int]:
+    """Decode an array element by element, recording each element's span."""
+    elements: list[_Element] = []
     position = _skip_json_whitespace(text, position + 1)
     if text[position : position + 1] == "]":
-        return [], position + 1
+        return elements, position + 1
     while True:
         start = position
         value, position = decoder.raw_decode(text, position)
@@ -272,13 +323,36 @@ def _walk_messages_array(
         position = _skip_json_whitespace(text, position)
         separator = text[position : position + 1]
         if separator == "]":
-            return _turns_from_elements(elements), position + 1
+            return elements, position + 1
         if separator != ",":
-            raise ValueError("malformed messages array")
+            raise ValueError("malformed array")
         position = _skip_json_whitespace(text, position + 1)
 
 
-def _turns_from_elements(elements: list[tuple[object, int, int]]) -> list[Turn] | None:
+def _turns_of_array(
+    text: str, elements: list[_Element], decoder: json.JSONDecoder
+) -> list[Turn] | None:
+    """A bare array of turns, or of ChatGPT conversations (an export's conversations.json)."""
+    if not elements:
+        return None
+    if all(_is_conversation(value) for value, _start, _end in elements):
+        turns: list[Turn] = []
+        for index, (_value, start, _end) in enumerate(elements):
+            members, _end = _object_members(text, start, decoder, want=("mapping",))
+            [(_key, nodes)] = members
+            found = _turns_of_mapping(nodes, conversation=index)
+            if found is None:
+                return None
+            turns += found
+        return turns
+    return _turns_of_elements(elements)
+
+
+def _is_conversation(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("mapping"), dict)
+
+
+def _turns_of_elements(elements: list[_Element]) -> list[Turn] | None:
     turns: list[Turn] = []
     for value, start, end in elements:
         turn = _turn_from_value(value, start, end)
@@ -289,13 +363,47 @@ def _turns_from_elements(elements: list[tuple[object, int, int]]) -> list[Turn] 
 
 
 def _turn_from_value(value: object, start: int, end: int) -> Turn | None:
+    """A chat turn: ``role`` and ``content``, a string or a list of typed blocks."""
     if not isinstance(value, dict):
         return None
     role = value.get("role")
     content = value.get("content")
-    if not isinstance(role, str) or not isinstance(content, str):
+    if not isinstance(role, str) or not _is_content(content):
         return None
-    return Turn(role=role, content=content, ts=_normalise_ts(value.get("ts")), start=start, end=end)
+    return Turn(role, content_text(content), _normalise_ts(value.get("ts")), start, end)
+
+
+def _is_content(content: object) -> bool:
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(
+        isinstance(block, dict) and isinstance(block.get("type"), str) for block in content
+    )
+
+
+def _turns_of_mapping(nodes: list[_Element], conversation: int = 0) -> list[Turn] | None:
+    """The messages of a ChatGPT conversation's ``mapping``, in the order they are written.
+
+    Every node counts, branches (edited or regenerated messages) included: each is what
+    someone wrote. A node without a message (the root) is no turn.
+    """
+    turns: list[Turn] = []
+    for node, start, end in nodes:
+        if not isinstance(node, dict) or "message" not in node:
+            return None
+        message = node["message"]
+        if message is None:
+            continue
+        if not isinstance(message, dict):
+            return None
+        author = message.get("author")
+        content = message.get("content")
+        role = author.get("role") if isinstance(author, dict) else None
+        if not isinstance(role, str) or not isinstance(content, dict):
+            return None
+        ts = _normalise_ts(message.get("create_time"))
+        turns.append(Turn(role, content_text(content), ts, start, end, conversation))
+    return turns
 
 
 def _normalise_ts(value: object) -> int | None:
