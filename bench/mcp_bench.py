@@ -26,9 +26,13 @@ What each row measures (milliseconds, median and 95th percentile):
   any server on the SDK pays before it can answer. `mcp floor start to first tool result` is
   the floor server's.
 
-Rows are dicts with the fields of `bench/run.py`'s `Result`: the floor is in `raw_p50` and
-`raw_p95`. Stores are `bench/run.py`'s memory stores (`build_memory_store`): the same
+Rows are dicts with the fields of `bench/common.py`'s `Result`: the floor is in `raw_p50` and
+`raw_p95`. Stores are `bench/common.py`'s memory stores (`build_memory_store`): the same
 deterministic records, written through `add_many`; run.py hands over the ones it measured.
+
+The client is the SDK's `ClientSession`, which validates each result against the output schema
+its tool declares, as the SDK's clients do: that is part of what a call to `lantern mcp` costs
+them. The floor's tools declare none.
 """
 
 from __future__ import annotations
@@ -49,9 +53,7 @@ from typing import Any
 
 import anyio
 import httpx2
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from run import (
+from common import (
     SLOW_SAMPLES,
     WORDS,
     Result,
@@ -62,6 +64,8 @@ from run import (
     scope_names,
     search_queries,
 )
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from lantern import Lantern
 

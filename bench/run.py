@@ -12,7 +12,6 @@ measures and the targets.
 from __future__ import annotations
 
 import argparse
-import compileall
 import contextlib
 import dataclasses
 import hashlib
@@ -24,19 +23,30 @@ import platform
 import random
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import sqlalchemy
+from common import (
+    SLOW_SAMPLES,
+    WORDS,
+    Result,
+    build_memory_store,
+    compile_lantern,
+    memory_records,
+    percentiles,
+    render,
+    scope_names,
+    search_queries,
+    vocabulary,
+)
 
-import lantern
 from lantern import Lantern
 from lantern.evidence.chunking import chunk_source
 from lantern.memory.fts import fts_rowid
@@ -44,39 +54,6 @@ from lantern.retrieval.stopwords import STOP_WORDS
 from lantern.store import migrations
 from lantern.store.ids import chunk_id, memory_id, memory_identity, source_id
 from lantern.store.location import resolve
-
-KINDS = ("fact", "preference", "goal", "constraint", "task_state", "observation", "hypothesis")
-WORDS = (  # noqa: SIM905 - a word list is easier to read as text
-    "agent memory store record scope priority branch deploy review build test release note "
-    "user project host config cache index query search result evidence source chunk session "
-    "plan goal task state change update archive policy order time value field check error "
-    "fix data file path line code module function class method option command output input "
-    "log prefer always never before after first last small large fast slow local remote "
-    "shared "
-).split()
-
-
-@dataclass
-class Result:
-    operation: str
-    n: int
-    lantern_p50: float
-    lantern_p95: float
-    raw_p50: float | None
-    raw_p95: float | None
-    unit: str = "ms"
-
-    @property
-    def ratio(self) -> float | None:
-        if self.raw_p50 in (None, 0):
-            return None
-        return self.lantern_p50 / self.raw_p50
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return statistics.median(ordered), p95
 
 
 def timed(fn: Callable[[int], object], i: int) -> float:
@@ -112,65 +89,6 @@ def side_by_side(
 # --- data --------------------------------------------------------------------------------
 
 
-def sentence(rng: random.Random, low: int, high: int) -> str:
-    target = rng.randint(low, high)
-    words: list[str] = []
-    length = 0
-    while length < target:
-        word = rng.choice(WORDS)
-        words.append(word)
-        length += len(word) + 1
-    return " ".join(words)[:target].strip().capitalize() + "."
-
-
-def scope_names() -> list[str]:
-    return [f"project:p{i:03d}" for i in range(100)]
-
-
-def scope_weights() -> list[float]:
-    # Skewed like real use: a few busy scopes, a long tail (Zipf, s = 1).
-    return [1 / (rank + 1) for rank in range(100)]
-
-
-def memory_records(n: int, seed: int = 7) -> Iterator[dict[str, object]]:
-    """Deterministic records: 100 skewed scopes, all 7 kinds, content of 50-300 characters."""
-    rng = random.Random(seed)
-    scopes = scope_names()
-    weights = scope_weights()
-    for i in range(n):
-        yield {
-            "kind": KINDS[i % len(KINDS)],
-            "scope": rng.choices(scopes, weights)[0],
-            "content": f"{sentence(rng, 50, 300)} #{i}",
-            "priority": rng.randint(0, 100),
-            "urgency": rng.randint(0, 100),
-            "confidence": round(rng.random(), 2),
-        }
-
-
-def build_memory_store(path: Path, n: int) -> None:
-    """A store of n records written through `add_many` (so search and history rows exist), then
-    80 % active / 15 % archived / 5 % superseded, set in bulk."""
-    with Lantern.open(path) as lt:
-        batch: list[dict[str, object]] = []
-        for fields in memory_records(n):
-            batch.append(fields)
-            if len(batch) == 10_000:
-                lt.memory.add_many(batch)
-                batch = []
-        if batch:
-            lt.memory.add_many(batch)
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "UPDATE memory_records SET status = CASE "
-        "WHEN abs(rowid * 7919) % 100 < 15 THEN 'archived' "
-        "WHEN abs(rowid * 7919) % 100 < 20 THEN 'superseded' ELSE 'active' END"
-    )
-    conn.commit()
-    conn.execute("ANALYZE")
-    conn.close()
-
-
 @contextmanager
 def raw_connection(path: Path) -> Iterator[sqlite3.Connection]:
     """The floor: the stdlib driver with the same pragmas Lantern sets."""
@@ -195,9 +113,6 @@ MEMORY_SEARCH_SQL = (
 )
 BULK = 1000
 MCP_SIZES = [10_000, 100_000]
-SLOW_SAMPLES = 100
-"""Samples of a keyword search over records: its calls take up to a second at 1M records,
-and 100 samples give a steady median and 95th percentile."""
 
 
 INSERT_RECORD_SQL = (
@@ -206,6 +121,13 @@ INSERT_RECORD_SQL = (
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
 """Every column bound, as any writer of rows that vary must (and as Lantern does)."""
+EMBEDS_ON_WRITE_SQL = "SELECT value FROM store_settings WHERE key = ?"
+"""What a write of new content asks first, in its transaction: whether the store embeds on
+write (`embed.on_write`); Lantern's writes ask it, so the floor does too."""
+
+
+def embeds_on_write(raw: sqlite3.Connection) -> bool:
+    return raw.execute(EMBEDS_ON_WRITE_SQL, ("embed.on_write",)).fetchall() == [("true",)]
 
 
 def record_values(
@@ -255,6 +177,7 @@ def bulk_add(lt: Lantern, raw: sqlite3.Connection, n: int, batches: int = 10) ->
             rows.append((memory_id("bench:bulk", "fact", content), content))
         raw.execute("BEGIN IMMEDIATE")
         raw.execute("PRAGMA secure_delete = ON")
+        embeds_on_write(raw)
         raw.executemany(
             INSERT_RECORD_SQL,
             [record_values(record_id, "bench:bulk", content, at) for record_id, content in rows],
@@ -325,6 +248,7 @@ def bench_memory(path: Path, n: int, repeat: int) -> list[Result]:
             at = int(time.time())
             raw.execute("BEGIN IMMEDIATE")
             raw.execute("PRAGMA secure_delete = ON")
+            embeds_on_write(raw)
             raw.execute(
                 "SELECT * FROM memory_records WHERE identity_hash = ?", (record_id[4:],)
             ).fetchone()
@@ -442,6 +366,7 @@ def bench_supersede(
         at = int(time.time())
         raw.execute("BEGIN IMMEDIATE")
         raw.execute("PRAGMA secure_delete = ON")
+        embeds_on_write(raw)
         raw.execute("SELECT * FROM memory_records WHERE id = ?", (old_id,)).fetchone()
         raw.execute(
             "SELECT * FROM memory_records WHERE identity_hash = ?", (new_id[4:],)
@@ -472,23 +397,6 @@ def bench_supersede(
 
 
 # --- evidence -------------------------------------------------------------------------------
-
-SYLLABLES = (  # noqa: SIM905 - a word list is easier to read as text
-    "ka lo mi ner tos va ri den sul pa th or en al is re co de ma li un ex pro ter "
-).split()
-
-
-def vocabulary(size: int = 6000, seed: int = 11) -> list[str]:
-    """English-like words: the common ones above, then pseudo-words for a long tail."""
-    rng = random.Random(seed)
-    words = list(WORDS)
-    seen = set(words)
-    while len(words) < size:
-        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4)))
-        if word not in seen:
-            seen.add(word)
-            words.append(word)
-    return words
 
 
 class TextMaker:
@@ -554,13 +462,6 @@ def transcript_turns(text: str, at: int) -> str:
         {"role": "assistant", "content": text[middle + 1 :] + "\nDone.", "ts": at + 30},
     ]
     return "\n".join(json.dumps(turn) for turn in turns)
-
-
-def search_queries(count: int, seed: int = 5, words: Sequence[str] | None = None) -> list[str]:
-    """1-3 words from the middle of the vocabulary: found in some texts, not in all."""
-    rng = random.Random(seed)
-    pool = list(words) if words is not None else vocabulary()[60:3000]
-    return [" ".join(rng.sample(pool, rng.randint(1, 3))) for _ in range(count)]
 
 
 def question_queries(count: int, seed: int = 6, words: Sequence[str] | None = None) -> list[str]:
@@ -841,6 +742,9 @@ def bench_postgres(url: str, n: int, repeat: int) -> list[Result]:
                 at = int(time.time())
                 with raw.transaction():
                     raw.execute(
+                        "SELECT value FROM store_settings WHERE key = %s", ("embed.on_write",)
+                    ).fetchall()
+                    raw.execute(
                         "SELECT * FROM memory_records WHERE identity_hash = %s", (record_id[4:],)
                     )
                     raw.execute(
@@ -902,13 +806,6 @@ def time_process(argv: list[str], env: dict[str, str] | None = None) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def compile_lantern() -> None:
-    """Lantern's bytecode, as `pip install` writes it: an editable install run with
-    PYTHONDONTWRITEBYTECODE set would otherwise compile its modules on every start, while
-    SQLAlchemy's and the SDK's were compiled when they were installed."""
-    compileall.compile_dir(Path(lantern.__file__).parent, quiet=1)
-
-
 def bench_cold_starts(work: Path, repeat: int) -> list[Result]:
     compile_lantern()
     lantern_bin = shutil.which("lantern") or str(Path(sys.executable).with_name("lantern"))
@@ -931,24 +828,6 @@ def bench_cold_starts(work: Path, repeat: int) -> list[Result]:
 
 
 # --- report ----------------------------------------------------------------------------------
-
-
-def render(results: list[Result]) -> str:
-    header = (
-        f"{'operation':<42} {'N':>9} {'lantern p50':>12} {'p95':>9} {'raw p50':>10} "
-        f"{'p95':>9} {'ratio':>7}"
-    )
-    lines = [header, "-" * len(header)]
-    for r in results:
-        raw50 = "-" if r.raw_p50 is None else f"{r.raw_p50:.3f}"
-        raw95 = "-" if r.raw_p95 is None else f"{r.raw_p95:.3f}"
-        ratio = "-" if r.ratio is None else f"{r.ratio:.2f}x"
-        lines.append(
-            f"{r.operation:<42} {r.n:>9,} {r.lantern_p50:>12.3f} {r.lantern_p95:>9.3f} "
-            f"{raw50:>10} {raw95:>9} {ratio:>7}"
-        )
-    lines.append("times in ms; process rows compare with `python -c 'import sqlalchemy.orm'`")
-    return "\n".join(lines)
 
 
 def render_markdown(results: list[Result], about: dict[str, object], command: str) -> str:

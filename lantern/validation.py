@@ -70,16 +70,21 @@ def percent(field: str, value: object) -> int:
 
 
 def confidence(value: object, field: str = "confidence") -> float:
-    refused = InvalidInput(Param(field), f" must be a number from 0.0 to 1.0; got {_shown(value)}")
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise refused
+        raise _not_a_confidence(field, value)
     if isinstance(value, int) and not 0 <= value <= 1:
         # Compared as an integer: float() overflows past 1e308.
-        raise refused
+        raise _not_a_confidence(field, value)
     number = float(value)
     if math.isnan(number) or not 0.0 <= number <= 1.0:
-        raise refused
+        raise _not_a_confidence(field, value)
     return number
+
+
+def _not_a_confidence(field: str, value: object) -> InvalidInput:
+    # Made only when refusing: building the message costs more than the checks (every add
+    # checks a confidence).
+    return InvalidInput(Param(field), f" must be a number from 0.0 to 1.0; got {_shown(value)}")
 
 
 def text(field: str, value: object, *, max_chars: int) -> str:

@@ -26,7 +26,7 @@ from lantern.evidence import inputs as evidence_inputs
 from lantern.evidence import repository as evidence_repository
 from lantern.evidence.files import MAX_FILE_BYTES
 from lantern.evidence.repository import EvidenceRepository
-from lantern.mcpserver import arguments, evidence_tools
+from lantern.mcpserver import arguments, evidence_tools, outputs
 from lantern.mcpserver.server import TOOLS, Access, StoreHandle, build_server
 from lantern.mcpserver.wire import clean_text, repaired
 from lantern.memory.repository import MemoryRepository
@@ -121,6 +121,19 @@ def test_schemas_are_portable(name: str) -> None:
     for schema, where in ((spec.input_schema, "input"), (spec.output_schema, "output")):
         Draft202012Validator.check_schema(schema)
         assert _type_arrays(schema, f"{name}.{where}") == []
+
+
+@pytest.mark.parametrize(
+    "name", ["lantern_memory_list", "lantern_memory_search", "lantern_memory_similar"]
+)
+def test_a_page_of_records_costs_a_validating_client_one_node_a_record(name: str) -> None:
+    # Clients validate each result against the schema, node by node (the SDK's Python client
+    # at every call): a page's records are required by their fields' names, and each field's
+    # type is the lone record's schema's (`RECORD`, that of lantern_memory_add and _show).
+    items = SPECS[name].output_schema["properties"]["records"]["items"]
+    assert items["type"] == "object"
+    assert set(outputs.RECORD["required"]) <= set(items["required"])
+    assert [key for key, value in items.items() if isinstance(value, dict)] == []
 
 
 @pytest.mark.parametrize("name", list(MIRRORS))

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sqlalchemy import Connection, event
 
 from lantern.api import Lantern
 from lantern.embeddings.hashing import HashingProvider
@@ -328,6 +329,30 @@ def test_writes_embed_when_the_store_says_so(lt: Lantern) -> None:
     assert lt.embedding_settings().default_model is None
     with pytest.raises(InvalidInput, match="unknown embedding provider 'bert'"):
         lt.set_embedding_settings(default_model="bert")
+
+
+def test_a_write_asks_whether_to_embed_inside_its_own_transaction(lt: Lantern) -> None:
+    # A store that does not embed pays one look-up inside the write, not a transaction of its
+    # own; one that does still has its vectors computed before the write that stores them.
+    begun: list[Connection] = []
+
+    def count(conn: Connection) -> None:
+        begun.append(conn)
+
+    event.listen(lt.store.engine, "begin", count)
+    try:
+        first = lt.memory.add(kind="fact", content="Written in one transaction.")
+        revised = lt.memory.update(first.id, content="Revised in one transaction.")
+        replaced = lt.memory.supersede(revised.id, content="Superseded in one transaction.")
+        lt.memory.add_many([{"kind": "goal", "content": "Added in one transaction."}])
+        assert len(begun) == 4
+        assert _vectors(lt) == []
+        lt.set_embedding_settings(default_model="hashing", on_write=True)
+        added = lt.memory.add(kind="fact", content="Embedded before its write.")
+        updated = lt.memory.update(replaced.id, content="Embedded again before its write.")
+    finally:
+        event.remove(lt.store.engine, "begin", count)
+    assert {row[0] for row in _vectors(lt)} == {added.id, updated.id}
 
 
 def test_two_models_never_mix(lt: Lantern, embedded: dict[str, str]) -> None:

@@ -1,10 +1,18 @@
 """The output schemas of the tools: what each structured result holds, as JSON Schema 2020-12.
 
 They describe the JSON the CLI's `--json` prints for the same call (the records' `to_json`),
-and a test checks every tool's results against them with a validator. Objects are left open
-(no `additionalProperties: false`): JSON output may gain fields, never lose or rename them, so
-the schemas require the fields that exist and let new ones through. Alternatives are `anyOf`
-branches, never a list of types, for the clients that refuse those.
+and a test checks every tool's results against them with a validator; the server itself does
+not validate what it returns. Objects are left open (no `additionalProperties: false`): JSON
+output may gain fields, never lose or rename them, so the schemas require the fields that exist
+and let new ones through. Alternatives are `anyOf` branches, never a list of types, for the
+clients that refuse those.
+
+The records of a memory listing or search are described by the fields each must have, not by
+the type of each (`_page`). Clients validate every result against its tool's schema, node by
+node: the MCP SDK's Python client does it with `jsonschema` at each call, and typing each field
+of the 50 records of a listing cost it about 900 nodes, ten times the rest of the round trip. A
+lone record keeps every field typed (`RECORD`, what `lantern_memory_show` and
+`lantern_memory_add` return), and the manual's JSON contract gives the type of every field.
 """
 
 from __future__ import annotations
@@ -24,6 +32,15 @@ def _nullable(fragment: Schema) -> Schema:
 
 def _array(item: Schema) -> Schema:
     return {"type": "array", "items": item}
+
+
+def _page(item: Schema, what: str) -> Schema:
+    """The items of a page: objects with the fields `item` requires (see the module's
+    docstring for why their types are left to `item` itself)."""
+    return {
+        "type": "array",
+        "items": {"type": "object", "required": item["required"], "description": what},
+    }
 
 
 def _object(properties: dict[str, Schema], *optional: str) -> Schema:
@@ -67,8 +84,9 @@ SHOWN_RECORD = _object(
 
 RECORD_PAGE = _object(
     {
-        "records": _array(
-            _object({**RECORD_FIELDS, "explain": _OBJECT, "score": _NUMBER}, "explain", "score")
+        "records": _page(
+            _object({**RECORD_FIELDS, "explain": _OBJECT, "score": _NUMBER}, "explain", "score"),
+            "A record, as lantern_memory_show returns it.",
         ),
         "next_cursor": _nullable(_STR),
     }
@@ -85,8 +103,9 @@ _ORIGIN: dict[str, Schema] = {
 
 SEARCH_PAGE = _object(
     {
-        "records": _array(
-            _object({**RECORD_FIELDS, "explain": _OBJECT, "score": _NUMBER, **_ORIGIN}, "explain")
+        "records": _page(
+            _object({**RECORD_FIELDS, "explain": _OBJECT, "score": _NUMBER, **_ORIGIN}, "explain"),
+            "A record, as lantern_memory_show returns it, with its score and how it was found.",
         ),
         "next_cursor": _nullable(_STR),
         "search": _SEARCH,

@@ -47,7 +47,9 @@ def _insert_statement(conn: Connection, *, returning: bool) -> Prepared:
     return statement
 
 
-def _row(record: MemoryRecord) -> dict[str, Any]:
+def _row(record: MemoryRecord, says: str) -> dict[str, Any]:
+    """The record's column values; `says` is its identity (`identity.of`), which the caller
+    has at hand (a hash of the normalised content costs more than building the row)."""
     return {
         "id": record.id,
         "kind": record.kind,
@@ -62,7 +64,7 @@ def _row(record: MemoryRecord) -> dict[str, Any]:
         "expires_at": record.expires_at,
         "supersedes_id": record.supersedes_id,
         "source_refs": plain_refs(record.source_refs),
-        "identity_hash": identity.of(record),
+        "identity_hash": says,
     }
 
 
@@ -95,7 +97,7 @@ def insert_records(
     """
     if not records:
         return set()
-    rows = [_row(record) for record in records]
+    rows = [_row(record, identity.of(record)) for record in records]
     if conn.dialect.name == "sqlite":
         # executemany cannot return rows. The write lock is ours since BEGIN IMMEDIATE, so the
         # rows that went in are exactly those past the largest rowid before the insert, and
@@ -118,14 +120,20 @@ def insert_records(
 
 
 def insert_record(
-    conn: Connection, record: MemoryRecord, entities: Sequence[EntityName] = ()
+    conn: Connection,
+    record: MemoryRecord,
+    entities: Sequence[EntityName] = (),
+    *,
+    says: str | None = None,
 ) -> bool:
-    """Store a new record with its search row, reference rows and `created` entry.
+    """Store a new record with its search row, reference rows and `created` entry; `says` is
+    its identity when the caller has it.
 
     False when its id or identity is taken (the insert skips existing keys, so that concurrent
     writers of the same memory never collide); nothing else is written then.
     """
-    if not _insert_statement(conn, returning=True).rows(conn, _row(record)):
+    row = _row(record, identity.of(record) if says is None else says)
+    if not _insert_statement(conn, returning=True).rows(conn, row):
         return False
     fts.index(conn, [(record.id, record.content)])
     refs.write(conn, [(record.id, record.source_refs)])
@@ -144,21 +152,24 @@ def insert_new(
     *,
     first_attempt: int = 0,
     entities: Sequence[EntityName] = (),
+    says: str | None = None,
 ) -> tuple[MemoryRecord, bool]:
     """Store a new record under the first free id its text gives (`memory_id`); or, when a
     record already says the same, that record and False.
 
     The record's id is taken only when a record whose content changed since holds it; then the
-    next id of the sequence is tried. `first_attempt` skips ids known to be taken.
+    next id of the sequence is tried. `first_attempt` skips ids known to be taken. `says` is
+    the record's identity when the caller has it.
     """
-    says = identity.of(record)
+    if says is None:
+        says = identity.of(record)
     for attempt in range(first_attempt, _MAX_ATTEMPTS):
         candidate = record
         if attempt:
             candidate = dataclasses.replace(
                 record, id=memory_id(record.scope, record.kind, record.content, attempt)
             )
-        if insert_record(conn, candidate, entities):
+        if insert_record(conn, candidate, entities, says=says):
             return candidate, True
         stored = identity.holder(conn, says, scopes)
         if stored is not None:

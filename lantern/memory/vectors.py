@@ -6,9 +6,10 @@ Vectors are derived data and follow their record in the same transaction: a reco
 or whose content changes loses its vectors (`lantern.semantic.storage`).
 
 When the store's `embed.on_write` setting is on, a write computes the vector of the content it
-stores before it opens its transaction (so that the write lock is never held while a model
-runs, and a failure to embed changes nothing), then stores it with the record. When the
-setting is off, a write reads that one setting and imports nothing more.
+stores before the transaction that writes it (so that the write lock is never held while a
+model runs, and a failure to embed changes nothing), then stores it with the record. A write
+asks the setting inside its own transaction (`lantern.memory.writes`): when it is off, as it
+usually is, that one look-up by key is all it costs, with nothing more read or imported.
 """
 
 from __future__ import annotations
@@ -53,9 +54,17 @@ class PendingVectors:
         ]
 
 
-def on_write(
-    store: Store, contents: Sequence[str] | Callable[[Connection], Sequence[str]]
-) -> PendingVectors | None:
+def wanted(conn: Connection) -> bool:
+    """Whether this write must store vectors (the store embeds on write), asked in the write's
+    own transaction before it writes anything."""
+    return settings.embeds_on_write(conn)
+
+
+Contents = Sequence[str] | Callable[[Connection], Sequence[str]]
+"""The contents a write stores, or a function that reads them in a transaction."""
+
+
+def on_write(store: Store, contents: Contents) -> PendingVectors | None:
     """The vectors of `contents` (or of what the function reads, in the same transaction) when
     the store embeds on write; None, with nothing read or loaded, when it does not."""
     with store.read() as conn:

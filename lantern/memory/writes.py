@@ -9,8 +9,8 @@ same.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection
 
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from lantern.embeddings.provider import EmbeddingProvider
     from lantern.semantic.backfill import EmbedReport
     from lantern.semantic.backfill import Progress as EmbedProgress
+
+_T = TypeVar("_T")
 
 
 class MemoryWrites(RepositoryCore):
@@ -122,13 +124,16 @@ class MemoryWrites(RepositoryCore):
             source_refs=source_refs,
         )
         self._scopes.check_write(record.scope)
-        pending = vectors.on_write(self._store, [record.content])
-        with self._write() as conn:
+        says = record.id.removeprefix("mem_")  # a new record's first id is its identity's
+
+        def write(
+            conn: Connection, pending: vectors.PendingVectors | None
+        ) -> tuple[MemoryRecord, bool]:
             named = entity_links.resolve(conn, wanted)
             old = None
             if supersedes_id is not None:
                 old = require(conn, supersedes_id, self._scopes, for_update=True)
-            existing = identity.holder(conn, identity.of(record), self._scopes)
+            existing = identity.holder(conn, says, self._scopes)
             if existing is not None:
                 if old is None or existing.supersedes_id == old.id:
                     return attach(conn, existing, named, at)[0], False
@@ -137,7 +142,7 @@ class MemoryWrites(RepositoryCore):
                 check_supersedable(conn, old, self._scopes)
             if not allow_dangling:
                 refs.require_resolvable(conn, record.source_refs)
-            stored, created = insert_new(conn, record, self._scopes, entities=named)
+            stored, created = insert_new(conn, record, self._scopes, entities=named, says=says)
             if not created:
                 # Another writer stored the same memory between our look and our insert.
                 if old is not None and stored.supersedes_id != old.id:
@@ -147,6 +152,8 @@ class MemoryWrites(RepositoryCore):
                 retire(conn, old, stored.id, at)
             vectors.store_pending(conn, pending, [stored])
             return stored, True
+
+        return self._write_with_vectors([record.content], write)
 
     def add_many(
         self,
@@ -189,14 +196,21 @@ class MemoryWrites(RepositoryCore):
                 self._scopes.check_write(built[-1].scope)
             except PolicyRefused as exc:
                 raise PolicyRefused(f"record {position}: {exc.message}") from exc
-        pending = None if dry_run else vectors.on_write(self._store, [r.content for r in built])
+
+        def write(
+            conn: Connection, pending: vectors.PendingVectors | None
+        ) -> list[tuple[MemoryRecord, bool]]:
+            results = self._store_many(conn, built, wanted, at, allow_dangling=allow_dangling)
+            if dry_run:
+                raise _RolledBack(results)
+            vectors.store_pending(conn, pending, [stored for stored, made in results if made])
+            return results
+
         try:
-            with self._write() as conn:
-                results = self._store_many(conn, built, wanted, at, allow_dangling=allow_dangling)
-                if dry_run:
-                    raise _RolledBack(results)
-                vectors.store_pending(conn, pending, [stored for stored, made in results if made])
-                return results
+            if dry_run:
+                with self._write() as conn:
+                    return write(conn, None)
+            return self._write_with_vectors([r.content for r in built], write)
         except _RolledBack as rolled_back:
             return rolled_back.results
 
@@ -274,10 +288,8 @@ class MemoryWrites(RepositoryCore):
                 "or references to add or remove"
             )
         at = now()
-        pending = None
-        if "content" in changes:
-            pending = vectors.on_write(self._store, [changes["content"]])
-        with self._write() as conn:
+
+        def write(conn: Connection, pending: vectors.PendingVectors | None) -> MemoryRecord:
             record = require(conn, record_id, self._scopes, for_update=True)
             if record.status == "superseded":
                 raise Conflict(
@@ -317,6 +329,12 @@ class MemoryWrites(RepositoryCore):
                 conn, [history.entry(record_id, "updated", at, before=before, after=after)]
             )
             return revised
+
+        if "content" in changes:
+            # A new content has new vectors, when the store embeds on write.
+            return self._write_with_vectors([changes["content"]], write)
+        with self._write() as conn:
+            return write(conn, None)
 
     def supersede(
         self,
@@ -368,8 +386,7 @@ class MemoryWrites(RepositoryCore):
                 return [new_content]
             return [require(conn, old_id, self._scopes).content]
 
-        pending = vectors.on_write(self._store, contents)
-        with self._write() as conn:
+        def write(conn: Connection, pending: vectors.PendingVectors | None) -> MemoryRecord:
             old = require(conn, old_id, self._scopes, for_update=True)
             check_supersedable(conn, old, self._scopes)
             fields = {
@@ -401,12 +418,35 @@ class MemoryWrites(RepositoryCore):
                 ]
             else:
                 named = entity_links.resolve(conn, new_entities)
-            stored, created = insert_new(conn, record, self._scopes, entities=named)
+            stored, created = insert_new(conn, record, self._scopes, entities=named, says=says)
             if not created:
                 raise _identical(stored, old)
             retire(conn, old, stored.id, at)
             vectors.store_pending(conn, pending, [stored])
             return stored
+
+        return self._write_with_vectors(contents, write)
+
+    def _write_with_vectors(
+        self,
+        contents: vectors.Contents,
+        body: Callable[[Connection, vectors.PendingVectors | None], _T],
+    ) -> _T:
+        """Run `body` in a write transaction, with the vectors of `contents` when the store
+        embeds on write.
+
+        Whether it does is asked inside the write itself: a store that does not embed (the
+        usual case) pays one look-up by key and no transaction of its own. One that does says
+        so before anything is written; that transaction ends unchanged, the vectors are
+        computed with no lock held (a model may take seconds, and a failure to embed changes
+        nothing), and `body` runs in a new transaction with them.
+        """
+        with self._write() as conn:
+            if not vectors.wanted(conn):
+                return body(conn, None)
+        pending = vectors.on_write(self._store, contents)
+        with self._write() as conn:
+            return body(conn, pending)
 
     def embed(
         self, provider: EmbeddingProvider, *, progress: EmbedProgress | None = None

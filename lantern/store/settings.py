@@ -65,6 +65,13 @@ def embedding_settings(conn: Connection) -> EmbeddingSettings:
     )
 
 
+def embeds_on_write(conn: Connection) -> bool:
+    """Whether writes embed (`embed.on_write`): one look-up by key, in the caller's
+    transaction, so that a write asks it inside its own transaction at no other cost."""
+    rows = _VALUE.rows(conn, {"key": EMBED_ON_WRITE})
+    return bool(rows) and rows[0][0] == _TRUE
+
+
 def set_embedding_settings(
     conn: Connection,
     *,
