@@ -216,7 +216,11 @@ def test_import_summaries_agree_with_their_counts(run_cli: CliRun, tmp_path: Pat
     )
     result = run_cli("import", "--from", "mem0", str(mem0))
     assert _ok(result) == "read 1 memory: added 1 memory record, 0 already present\n"
-    assert result.stderr == "lantern: left out 1 relation (not memories)\n"
+    assert result.stderr == (
+        "lantern: left out 1 relation (not memories)\n"
+        "lantern: 1 imported memory record has no vector: a search finds it by words only until "
+        "`lantern embed --memory` computes the vectors\n"
+    )
     _ok(run_cli("memory", "add", "--kind", "fact", "--entity", "person:Grace", "Grace codes."))
     listed = _ok(run_cli("entity", "list")).splitlines()
     ada = next(line for line in listed if line.endswith("person:Ada"))
