@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -29,6 +29,7 @@ from lantern.memory.repository import MemoryRepository
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store import migrations
 from lantern.store.engine import Store, create_store_engine, prepare_sqlite_file, system_clock
+from lantern.store.engine import abandonable as _store_abandonable
 from lantern.store.location import StoreLocation, resolve
 
 if TYPE_CHECKING:
@@ -542,6 +543,17 @@ class Lantern:
                 f"{operation} works on the whole store, and this one is restricted to the "
                 f"scopes {self.scopes.describe()}"
             )
+
+
+def abandonable(abandoned: Callable[[], bool]) -> AbstractContextManager[None]:
+    """Writes made inside roll back instead of committing once `abandoned()` is true.
+
+    For a server that may give up on a call it runs in a worker thread (a client cancelling
+    it, a shutdown): every write transaction of every `Lantern` in that thread asks just
+    before its commit, so a write is either committed whole, with the call still wanted, or
+    rolled back whole (`WriteAbandoned`). The commit itself is never interrupted.
+    """
+    return _store_abandonable(abandoned)
 
 
 @contextmanager
