@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -28,7 +28,8 @@ from lantern.errors import (
 from lantern.memory.repository import MemoryRepository
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store import migrations
-from lantern.store.engine import Store, create_store_engine, prepare_sqlite_file
+from lantern.store.engine import Store, create_store_engine, prepare_sqlite_file, system_clock
+from lantern.store.engine import abandonable as _store_abandonable
 from lantern.store.location import StoreLocation, resolve
 
 if TYPE_CHECKING:
@@ -190,6 +191,7 @@ class Lantern:
         create: bool = True,
         scopes: str | Iterable[str] | ScopePolicy | None = None,
         read_only: bool = False,
+        clock: Callable[[], int] | None = None,
     ) -> Lantern:
         """Open the store at a path or URL (default: `LANTERN_DB`, then the user data directory).
 
@@ -205,6 +207,10 @@ class Lantern:
         `read_only` refuses every write (`PolicyRefused`), down to the database connections, and
         never creates a store. Operations on the whole store (`inspect`, export, import, upgrade,
         check, backup, rebuild-index) are refused on a scope-restricted Lantern.
+
+        `clock` is where every operation takes its timestamp, once (integer unix seconds, UTC):
+        created, updated and history times, and the "now" expiry is judged at. It defaults to
+        the real time; a caller that replays or tests a timeline passes its own.
         """
         policy = scopes if isinstance(scopes, ScopePolicy) else ScopePolicy.of(scopes)
         create = create and not read_only
@@ -217,7 +223,10 @@ class Lantern:
             elif not location.path.exists():
                 raise _no_store(location, "nothing is there")
         store = Store(
-            location, create_store_engine(location, read_only=read_only), read_only=read_only
+            location,
+            create_store_engine(location, read_only=read_only),
+            read_only=read_only,
+            clock=clock or system_clock,
         )
         try:
             state = _state(store)
@@ -251,7 +260,12 @@ class Lantern:
     @cached_property
     def _read_only_store(self) -> Store:
         location = self.store.location
-        return Store(location, create_store_engine(location, read_only=True), read_only=True)
+        return Store(
+            location,
+            create_store_engine(location, read_only=True),
+            read_only=True,
+            clock=self.store.clock,
+        )
 
     def close(self) -> None:
         """Close the store's connections; the object is not used afterwards."""
@@ -529,6 +543,17 @@ class Lantern:
                 f"{operation} works on the whole store, and this one is restricted to the "
                 f"scopes {self.scopes.describe()}"
             )
+
+
+def abandonable(abandoned: Callable[[], bool]) -> AbstractContextManager[None]:
+    """Writes made inside roll back instead of committing once `abandoned()` is true.
+
+    For a server that may give up on a call it runs in a worker thread (a client cancelling
+    it, a shutdown): every write transaction of every `Lantern` in that thread asks just
+    before its commit, so a write is either committed whole, with the call still wanted, or
+    rolled back whole (`WriteAbandoned`). The commit itself is never interrupted.
+    """
+    return _store_abandonable(abandoned)
 
 
 @contextmanager

@@ -3,6 +3,9 @@
 Every test that touches a store runs against SQLite, and against PostgreSQL as well when
 LANTERN_TEST_POSTGRES_URL names a server (each test in a schema of its own); `-k postgres`
 selects those runs.
+
+A test that asks for `clock` runs its stores (`lt`, `run_cli`) on that settable clock, from
+`BASE_TIME`; any other runs on the real time.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from click.testing import CliRunner, Result
 
 from lantern.api import Lantern
 from lantern.cli import cli
-from tests.helpers import CliRun, ProcessRun, lantern_process
+from tests.helpers import CliRun, Clock, ProcessRun, lantern_process
 
 POSTGRES_ENV = "LANTERN_TEST_POSTGRES_URL"
 
@@ -91,18 +94,33 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def lt(store_url: str) -> Iterator[Lantern]:
-    with Lantern.open(store_url) as lantern:
+def clock() -> Clock:
+    """The time every operation of the test's stores takes as its timestamp, moved by hand."""
+    return Clock()
+
+
+def _clock_of(request: pytest.FixtureRequest) -> Clock | None:
+    """The test's `clock` if it asked for one (directly or through a fixture), else None: the
+    store then runs on the real time."""
+    return request.getfixturevalue("clock") if "clock" in request.fixturenames else None
+
+
+@pytest.fixture
+def lt(store_url: str, request: pytest.FixtureRequest) -> Iterator[Lantern]:
+    with Lantern.open(store_url, clock=_clock_of(request)) as lantern:
         yield lantern
 
 
 @pytest.fixture
-def run_cli(store_url: str) -> CliRun:
-    """Run a `lantern` command in-process with Click's runner, against the test store."""
+def run_cli(store_url: str, request: pytest.FixtureRequest) -> CliRun:
+    """Run a `lantern` command in-process with Click's runner, against the test store (on the
+    test's `clock`, if it has one)."""
+    clock = _clock_of(request)
 
     def run(*args: str, input: str | None = None, db: str | None = None) -> Result:
         runner = CliRunner()
-        return runner.invoke(cli, ["--db", db or store_url, *args], input=input)
+        obj = None if clock is None else {"clock": clock}
+        return runner.invoke(cli, ["--db", db or store_url, *args], input=input, obj=obj)
 
     return run
 

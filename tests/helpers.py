@@ -16,6 +16,24 @@ from click.testing import Result
 LANTERN_BIN = Path(sys.executable).with_name("lantern")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+BASE_TIME = 1_800_000_000
+"""Where a test's clock starts: 2027-01-15 08:00 UTC."""
+
+
+class Clock:
+    """A settable clock for a store (`Lantern.open(clock=...)`): every operation takes `now`
+    as its timestamp, and tests move it by hand."""
+
+    def __init__(self, start: int = BASE_TIME) -> None:
+        self.now = start
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, seconds: int = 1) -> int:
+        self.now += seconds
+        return self.now
+
 
 def extra_hint(extra: str, *, upgrade: bool = False) -> str:
     """What Lantern says to install a missing extra when it runs from this checkout's editable

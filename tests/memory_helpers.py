@@ -1,39 +1,15 @@
-"""Helpers for the memory tests: a settable clock, evidence rows, raw SQL on the test store."""
+"""Helpers for the memory tests: evidence rows and raw SQL on the test store."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from sqlalchemy import text
 
 from lantern.api import Lantern
 from lantern.store.ids import chunk_id, source_id
 from lantern.store.models import chunk_entities, chunks, embeddings, entities, sources
-
-BASE_TIME = 1_800_000_000
-
-
-# The modules of the memory repository that read the clock.
-MEMORY_CLOCKS = (
-    "lantern.memory.writes",
-    "lantern.memory.lifecycle",
-    "lantern.memory.reads",
-    "lantern.memory.activity",
-)
-
-
-class Clock:
-    """The time every memory operation takes as its timestamp; tests move it by hand."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, start: int = BASE_TIME) -> None:
-        self.now = start
-        for module in (*MEMORY_CLOCKS, "lantern.maintenance.inspection"):
-            monkeypatch.setattr(f"{module}.now", lambda: self.now)
-
-    def advance(self, seconds: int = 1) -> int:
-        self.now += seconds
-        return self.now
+from tests.helpers import BASE_TIME
 
 
 def add_source(

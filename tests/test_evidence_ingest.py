@@ -21,18 +21,11 @@ from lantern.evidence import writing
 from lantern.evidence.records import IngestSummary, SkippedPath, Source
 from lantern.store.models import chunks as chunks_table
 from lantern.store.models import embeddings as embeddings_table
+from tests.helpers import Clock
 from tests.legacy_stores import chunk_id as legacy_chunk_id
 from tests.legacy_stores import source_id as legacy_source_id
 
 MTIME = 1_790_000_000
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The time every evidence operation takes as its timestamp."""
-    current = [1_800_000_000]
-    monkeypatch.setattr("lantern.evidence.repository.now", lambda: current[0])
-    return current
 
 
 @pytest.fixture
@@ -120,7 +113,7 @@ DOCUMENT = "\n\n".join(words(25, f"para{i}_") for i in range(6))
 
 
 def test_every_kind_is_detected_chunked_and_described(
-    lt: Lantern, files: Path, clock: list[int]
+    lt: Lantern, files: Path, clock: Clock
 ) -> None:
     paths = {
         "markdown": write(files / "notes" / "field.md", MARKDOWN),
@@ -139,7 +132,7 @@ def test_every_kind_is_detected_chunked_and_described(
     assert summary.chunks == sum(s.chunk_count for s in found.values())
     for name, item in found.items():
         check_chunks(item, texts[name], target)
-        assert item.created_at == item.updated_at == clock[0]
+        assert item.created_at == item.updated_at == clock.now
         assert item.content_hash == hashlib.sha256(texts[name].encode("utf-8")).hexdigest()
         file_facts = {"path": str(paths[name]), "size": paths[name].stat().st_size, "mtime": MTIME}
         assert file_facts.items() <= item.metadata.items()
@@ -193,7 +186,7 @@ def test_every_kind_is_detected_chunked_and_described(
     assert document.chunks is not None and all(c.metadata == {} for c in document.chunks)
 
 
-def test_ingest_text_for_tool_output_and_piped_transcripts(lt: Lantern, clock: list[int]) -> None:
+def test_ingest_text_for_tool_output_and_piped_transcripts(lt: Lantern, clock: Clock) -> None:
     result = lt.evidence.ingest_text(
         "tool://pytest/run-42",
         "collected 3 items\n\n3 passed in 0.12s\n",
@@ -223,12 +216,12 @@ def test_ingest_text_for_tool_output_and_piped_transcripts(lt: Lantern, clock: l
 
 
 def test_reingest_unchanged_is_skipped_and_writes_nothing(
-    lt: Lantern, files: Path, clock: list[int]
+    lt: Lantern, files: Path, clock: Clock
 ) -> None:
     path = write(files / "a.md", MARKDOWN)
     lt.evidence.ingest_path(files, target_size=150)
     before = source(lt, path)
-    clock[0] += 100
+    clock.now += 100
     os.utime(path, (MTIME + 5, MTIME + 5))  # touched, not changed
     summary = lt.evidence.ingest_path(files, target_size=150)
     assert (summary.added, summary.updated, summary.unchanged, summary.chunks) == (0, 0, 1, 0)
@@ -249,7 +242,7 @@ def test_same_text_under_another_kind_is_chunked_again(lt: Lantern) -> None:
 
 
 def test_changed_source_keeps_the_ids_of_unchanged_chunks(
-    lt: Lantern, files: Path, clock: list[int]
+    lt: Lantern, files: Path, clock: Clock
 ) -> None:
     sections = [f"## Part {i}\n\n" + words(20, f"s{i}_") for i in range(6)]
     path = write(files / "doc.md", "\n\n".join(sections) + "\n")
@@ -259,7 +252,7 @@ def test_changed_source_keeps_the_ids_of_unchanged_chunks(
     assert [c.ordinal for c in before.chunks] == [0, 1000, 2000, 3000, 4000, 5000]
     old = {c.ordinal: c for c in before.chunks}
 
-    clock[0] += 60
+    clock.now += 60
     sections[2] = "## Part 2\n\n" + words(20, "edited_")  # an edit inside one chunk
     del sections[4]  # and a removed chunk
     write(path, "\n\n".join(sections) + "\n")
@@ -272,11 +265,11 @@ def test_changed_source_keeps_the_ids_of_unchanged_chunks(
     assert [c.ordinal for c in after.chunks] == [0, 1000, 2000, 3000, 5000]  # a gap at 4000
     for chunk in after.chunks:
         if chunk.ordinal == 2000:
-            assert chunk.id != old[2000].id and chunk.created_at == clock[0]
+            assert chunk.id != old[2000].id and chunk.created_at == clock.now
         else:
             assert chunk.id == old[chunk.ordinal].id
             assert chunk.created_at == old[chunk.ordinal].created_at
-    assert after.created_at == before.created_at and after.updated_at == clock[0]
+    assert after.created_at == before.created_at and after.updated_at == clock.now
     assert after.content_hash != before.content_hash
 
     # Appending keeps every id.

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
 from lantern.evidence.records import SearchHit
-from tests.helpers import HIT_KEYS
+from tests.helpers import BASE_TIME, HIT_KEYS, Clock
 
-BASE = 1_800_000_000
+BASE = BASE_TIME  # where the test's clock starts
 FILLER = " ".join(f"filler{i}" for i in range(150))
 
 # The issue's list: every one of these finds its document, none raises.
@@ -30,23 +30,16 @@ NOTHING = ["*", ")", "🔥", "", "   ", '""', "\x00", "\ud800", "-", "+*^", "(("
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    current = [BASE]
-    monkeypatch.setattr("lantern.evidence.repository.now", lambda: current[0])
-    return current
-
-
-@pytest.fixture
-def corpus(lt: Lantern, clock: list[int]) -> Lantern:
+def corpus(lt: Lantern, clock: Clock) -> Lantern:
     """Three sources ingested at BASE, BASE + 100 and BASE + 200."""
     lt.evidence.ingest_text(
         "doc:lantern-short", "Lantern keeps evidence. Lantern, lantern, lantern!", kind="markdown"
     )
-    clock[0] += 100
+    clock.now += 100
     lt.evidence.ingest_text(
         "doc:lantern-long", f"{FILLER} one lantern here {FILLER}", kind="document"
     )
-    clock[0] += 100
+    clock.now += 100
     lt.evidence.ingest_text("doc:unrelated", "Zebras graze near the river.", kind="log")
     return lt
 

@@ -16,16 +16,11 @@ from lantern.api import Lantern
 from lantern.entities.extraction import EXTRACTOR_VERSION
 from lantern.errors import InvalidInput
 from lantern.store.ids import memory_id
-from tests.helpers import CliRun, ProcessRun, lantern_process
+from tests.helpers import CliRun, Clock, ProcessRun, lantern_process
 from tests.legacy_stores import FTS_PROBE_QUERIES, build_legacy_store, fts_answers
-from tests.memory_helpers import Clock, add_entity_links, add_source
+from tests.memory_helpers import add_entity_links, add_source
 
 VECTOR = struct.pack("<4f", -0.0, 1e-45, 3.4028234663852886e38, 0.1)
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    return Clock(monkeypatch)
 
 
 @pytest.fixture
@@ -108,7 +103,7 @@ def _fill(lt: Lantern, clock: Clock) -> tuple[str, str]:
 def test_export_import_export_is_byte_identical(lt: Lantern, other_url: str, clock: Clock) -> None:
     chunk, citing = _fill(lt, clock)
     first = _export(lt)
-    with Lantern.open(other_url) as other:
+    with Lantern.open(other_url, clock=clock) as other:
         report = _import(other, first)
         assert report["added"] == {
             "source": 3,
@@ -242,7 +237,7 @@ def test_parts_and_scopes(lt: Lantern, clock: Clock) -> None:
 def test_an_import_that_fails_changes_nothing(lt: Lantern, other_url: str, clock: Clock) -> None:
     _fill(lt, clock)
     good = _export(lt)
-    with Lantern.open(other_url) as other:
+    with Lantern.open(other_url, clock=clock) as other:
         other.memory.add(kind="fact", content="already here")
         before = _export(other)
         broken = good + b'{"type":"memory","id":"mem_zz"}\n'
@@ -377,17 +372,16 @@ def test_records_that_say_the_same_are_imported_and_listed(lt: Lantern, other_ur
 
 
 def test_sqlite_to_postgres_and_back_gives_the_same_bytes(
-    tmp_path: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, postgres_url: str, clock: Clock
 ) -> None:
-    clock = Clock(monkeypatch)
-    with Lantern.open(tmp_path / "a.db") as sqlite_store:
+    with Lantern.open(tmp_path / "a.db", clock=clock) as sqlite_store:
         _fill(sqlite_store, clock)
         exported = _export(sqlite_store)
-    with Lantern.open(postgres_url) as postgres_store:
+    with Lantern.open(postgres_url, clock=clock) as postgres_store:
         _import(postgres_store, exported)
         assert _export(postgres_store) == exported
         from_postgres = _export(postgres_store)
-    with Lantern.open(tmp_path / "b.db") as back:
+    with Lantern.open(tmp_path / "b.db", clock=clock) as back:
         _import(back, from_postgres)
         assert _export(back) == exported
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from lantern.api import Lantern
 from lantern.store import migrations
-from tests.helpers import CliRun, ProcessRun
-from tests.memory_helpers import BASE_TIME, Clock, add_source, remove_source
+from tests.helpers import BASE_TIME, CliRun, Clock, ProcessRun
+from tests.memory_helpers import add_source, remove_source
 
 INSPECT_KEYS = [
     "url",
@@ -49,8 +47,7 @@ def test_an_empty_store(lt: Lantern) -> None:
     assert (found["history_entries"], found["last_write_at"]) == (0, None)
 
 
-def test_counts_attention_and_last_write(lt: Lantern, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = Clock(monkeypatch)
+def test_counts_attention_and_last_write(lt: Lantern, clock: Clock) -> None:
     sid, (chunk, _second) = add_source(lt, "file:///x.md", ["a", "b"], at=BASE_TIME - 50)
     for n in range(3):
         lt.memory.add(kind="fact", scope="busy", content=f"b{n}")

@@ -11,15 +11,9 @@ from lantern.api import Lantern
 from lantern.errors import InvalidInput
 from lantern.memory.scopes import ScopePolicy
 from lantern.validation import HISTORY_EVENTS, MEMORY_KINDS, STATUSES
-from tests.helpers import CliRun
-from tests.memory_helpers import BASE_TIME, Clock
+from tests.helpers import BASE_TIME, CliRun, Clock
 
 DAY = 86_400
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    return Clock(monkeypatch)
 
 
 def _story(lt: Lantern, clock: Clock) -> dict[str, str]:

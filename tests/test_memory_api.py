@@ -8,19 +8,10 @@ from lantern.api import Lantern
 from lantern.errors import Conflict, InvalidInput, NotFound
 from lantern.memory.records import MemoryRecord
 from lantern.store.ids import memory_id
-from tests.memory_helpers import MEMORY_CLOCKS
+from tests.helpers import Clock
 
 
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """A settable clock: the time every memory operation takes as its timestamp."""
-    current = [1_800_000_000]
-    for module in MEMORY_CLOCKS:
-        monkeypatch.setattr(f"{module}.now", lambda: current[0])
-    return current
-
-
-def test_add_returns_the_stored_record(lt: Lantern, clock: list[int]) -> None:
+def test_add_returns_the_stored_record(lt: Lantern, clock: Clock) -> None:
     record = lt.memory.add(
         kind="preference",
         scope="user:raphael",
@@ -40,8 +31,8 @@ def test_add_returns_the_stored_record(lt: Lantern, clock: list[int]) -> None:
         urgency=0,
         confidence=1.0,
         status="active",
-        created_at=clock[0],
-        updated_at=clock[0],
+        created_at=clock.now,
+        updated_at=clock.now,
         expires_at=None,
         supersedes_id=None,
         source_refs=record.source_refs,
@@ -65,11 +56,11 @@ def test_defaults(lt: Lantern) -> None:
 
 
 def test_adding_the_same_memory_again_returns_the_stored_one_unchanged(
-    lt: Lantern, clock: list[int]
+    lt: Lantern, clock: Clock
 ) -> None:
     first = lt.memory.add(kind="goal", scope="project:lantern", content="Ship v0", priority=80)
     lt.memory.archive(first.id)
-    clock[0] += 100
+    clock.now += 100
     again, created = lt.memory.get_or_add(
         kind="goal", scope="project:lantern", content="  Ship\n\tv0 ", priority=10
     )
@@ -162,13 +153,13 @@ def test_get_unknown_id_is_not_found(lt: Lantern) -> None:
         lt.memory.get("mem_nope")
 
 
-def test_archive_keeps_the_record_and_is_idempotent(lt: Lantern, clock: list[int]) -> None:
+def test_archive_keeps_the_record_and_is_idempotent(lt: Lantern, clock: Clock) -> None:
     record = lt.memory.add(kind="task_state", content="step 3 of 5")
-    clock[0] += 10
+    clock.now += 10
     archived = lt.memory.archive(record.id)
     assert archived.status == "archived"
-    assert archived.updated_at == clock[0] and archived.created_at == record.created_at
-    clock[0] += 10
+    assert archived.updated_at == clock.now and archived.created_at == record.created_at
+    clock.now += 10
     assert lt.memory.archive(record.id) == archived
     assert lt.memory.list() == []
     assert lt.memory.list(status="archived") == [archived]
@@ -180,14 +171,14 @@ def test_archive_unknown_id_is_not_found(lt: Lantern) -> None:
 
 
 def test_add_with_supersedes_retires_the_old_record_in_the_same_write(
-    lt: Lantern, clock: list[int]
+    lt: Lantern, clock: Clock
 ) -> None:
     old = lt.memory.add(kind="fact", content="The build uses make.")
-    clock[0] += 5
+    clock.now += 5
     new = lt.memory.add(kind="fact", content="The build uses just.", supersedes_id=old.id)
     assert new.supersedes_id == old.id
     replaced = lt.memory.get(old.id)
-    assert replaced.status == "superseded" and replaced.updated_at == clock[0]
+    assert replaced.status == "superseded" and replaced.updated_at == clock.now
     with pytest.raises(Conflict, match=f"already superseded by {new.id}"):
         lt.memory.add(kind="fact", content="The build uses bazel.", supersedes_id=old.id)
     with pytest.raises(Conflict, match=f"superseded by {new.id}"):
@@ -195,12 +186,12 @@ def test_add_with_supersedes_retires_the_old_record_in_the_same_write(
     assert len(lt.memory.list(status="all")) == 2
 
 
-def _add_at(lt: Lantern, clock: list[int], at: int, **fields: object) -> MemoryRecord:
-    clock[0] = at
+def _add_at(lt: Lantern, clock: Clock, at: int, **fields: object) -> MemoryRecord:
+    clock.now = at
     return lt.memory.add(**fields)  # type: ignore[arg-type]
 
 
-def test_default_order_breaks_every_tie(lt: Lantern, clock: list[int]) -> None:
+def test_default_order_breaks_every_tie(lt: Lantern, clock: Clock) -> None:
     """Active first, then priority, urgency, newer updated_at, and id ascending."""
     base = 1_800_000_000
     a = _add_at(lt, clock, base, kind="fact", content="p50 u0 old", priority=50)
@@ -212,7 +203,7 @@ def test_default_order_breaks_every_tie(lt: Lantern, clock: list[int]) -> None:
         for n in range(3)
     ]
     archived = _add_at(lt, clock, base, kind="fact", content="archived p100", priority=100)
-    clock[0] = base + 20
+    clock.now = base + 20
     lt.memory.archive(archived.id)
     twins = sorted([b, *same_time], key=lambda r: r.id)
     expected_active = [d.id, c.id, *(r.id for r in twins), a.id]
@@ -254,10 +245,10 @@ def test_list_rejects_bad_filters(lt: Lantern, kwargs: dict[str, object], messag
         lt.memory.list(**kwargs)  # type: ignore[arg-type]
 
 
-def test_expired_records_are_left_out_unless_asked(lt: Lantern, clock: list[int]) -> None:
-    past = lt.memory.add(kind="task_state", content="expired", expires_at=clock[0] - 1)
-    now_exact = lt.memory.add(kind="task_state", content="expiring now", expires_at=clock[0])
-    future = lt.memory.add(kind="task_state", content="later", expires_at=clock[0] + 3600)
+def test_expired_records_are_left_out_unless_asked(lt: Lantern, clock: Clock) -> None:
+    past = lt.memory.add(kind="task_state", content="expired", expires_at=clock.now - 1)
+    now_exact = lt.memory.add(kind="task_state", content="expiring now", expires_at=clock.now)
+    future = lt.memory.add(kind="task_state", content="later", expires_at=clock.now + 3600)
     assert past.status == "active"
     assert [r.id for r in lt.memory.list()] == [future.id]
     listed = {r.id for r in lt.memory.list(include_expired=True)}

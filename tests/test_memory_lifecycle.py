@@ -14,12 +14,8 @@ from lantern.memory import history
 from lantern.memory.records import MemoryRecord
 from lantern.store.ids import memory_id
 from lantern.validation import canonical_json
-from tests.memory_helpers import Clock, add_source, remove_source, sql, table_rows
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    return Clock(monkeypatch)
+from tests.helpers import Clock
+from tests.memory_helpers import add_source, remove_source, sql, table_rows
 
 
 def _events(lt: Lantern, record_id: str) -> list[str]:

@@ -16,12 +16,7 @@ from lantern.memory.cursor import cursor_for, parse_cursor
 from lantern.memory.filters import next_string
 from lantern.memory.records import MemoryRecord, order_keys
 from lantern.store.prepared import Prepared
-from tests.memory_helpers import BASE_TIME, Clock
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    return Clock(monkeypatch)
+from tests.helpers import BASE_TIME, Clock
 
 
 def _contents(records: list[MemoryRecord]) -> list[str]:
@@ -313,7 +308,7 @@ def test_cursor_paging_stays_correct_while_another_writer_inserts(
     seen: list[MemoryRecord] = []
     inserted_after: list[str] = []
     after = None
-    with Lantern.open(store_url) as other:
+    with Lantern.open(store_url, clock=clock) as other:
         for round_number in range(100):
             page = lt.memory.list(scope="s", limit=4, after=after)
             seen += page
@@ -410,7 +405,7 @@ def test_relevance_pages_stay_joined_while_another_writer_adds_records(
     before = [m.record.id for m in lt.memory.search("lamp", limit=100)]
     seen: list[str] = []
     after = None
-    with Lantern.open(store_url) as other:
+    with Lantern.open(store_url, clock=clock) as other:
         for round_number in range(30):
             page = lt.memory.search("lamp", limit=3, after=after)
             seen += [m.record.id for m in page]

@@ -3,6 +3,10 @@
 Commands parse arguments, make one API call and render the result; every rule lives in the
 repositories. Errors a user can cause become one line on stderr (and a JSON object on stdout
 with `--json`) and the documented exit code, never a traceback.
+
+Imports: the facade (`lantern.api`, `lantern`), the public names below it (records, errors,
+vocabularies: `PUBLIC` in tests/test_layers.py), and `lantern.mcpserver` and `lantern.ui`,
+which `lantern mcp` and `lantern ui` start.
 """
 
 from __future__ import annotations
@@ -116,8 +120,10 @@ def cli(ctx: click.Context, db: str | None) -> None:
     \b
         lantern memory add --kind preference --scope user:raphael "Prefers short answers."
     """
-    # A --db given after the command word replaces this one when that command is parsed.
-    ctx.obj = {"db": db}
+    # A --db given after the command word replaces this one when that command is parsed. A
+    # program that runs the CLI in-process may pass `obj={"clock": ...}`: the clock every
+    # command's store takes its time from (`Lantern.open(clock=...)`); it is kept.
+    ctx.obj = {**(ctx.obj or {}), "db": db}
 
 
 def main() -> None:

@@ -21,8 +21,9 @@ def open_lantern(
         # Imported here so that `lantern --help` does not load SQLAlchemy.
         from lantern.api import Lantern
 
+        root = ctx.find_root().obj
         lantern = Lantern.open(
-            ctx.find_root().obj["db"], require_current=require_current, create=create
+            root["db"], require_current=require_current, create=create, clock=root.get("clock")
         )
     ctx.call_on_close(lantern.close)
     return lantern

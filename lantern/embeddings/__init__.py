@@ -13,5 +13,5 @@ vectors and compares them; storing them is the store's business.
 - `vectors`: the stored byte format and a deterministic top-k by cosine.
 
 Nothing here imports numpy, onnxruntime or tokenizers until vectors are asked for, so that
-importing Lantern stays quick.
+importing Lantern stays quick. Imports: the leaves.
 """

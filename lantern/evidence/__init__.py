@@ -6,6 +6,6 @@ tells what a text is, `chunking` and `chunkplan` split it and keep chunk ids sta
 searches them by meaning (`semantic`, `hybrid`), `vectors` keeps their vectors, `inputs` checks
 arguments, and `records` holds the frozen results.
 
-Imports: `lantern.store`, `lantern.retrieval`, `lantern.semantic`, `lantern.embeddings`,
-`lantern.errors`, `lantern.validation`. Never the memory package, the facade or a surface.
+Imports: `lantern.store`, `lantern.retrieval`, `lantern.entities`, `lantern.semantic`,
+`lantern.embeddings` and the leaves. Never the memory package, the facade or a surface.
 """

@@ -57,7 +57,7 @@ from lantern.evidence.writing import (
 from lantern.retrieval.modes import KEYWORD_MODES, SEARCH_MODES, SearchMode, SearchSummary
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.dialect import serialize_writers
-from lantern.store.engine import Store, now
+from lantern.store.engine import Store
 from lantern.store.models import chunks, sources
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ class EvidenceRepository:
             hint=checked_uri,
         )
         target = inputs.target_size(target_size)
-        at = now()
+        at = self._store.clock()
         with self._store.write() as conn:
             result = write_documents(conn, [document], target, at)[0]
         if result.status != "unchanged":
@@ -152,7 +152,7 @@ class EvidenceRepository:
         if not roots:
             raise InvalidInput("give at least one file or directory to ingest")
         selection = select_files(roots, include=include, exclude=exclude)
-        at = now()
+        at = self._store.clock()
         skipped: list[SkippedPath] = list(selection.skipped)
         results: list[IngestResult] = []
         batch: list[Document] = []

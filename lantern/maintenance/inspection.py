@@ -16,7 +16,7 @@ from sqlalchemy import Connection, func, select
 
 from lantern.memory import refs as memory_refs
 from lantern.store import migrations
-from lantern.store.engine import Store, now
+from lantern.store.engine import Store
 from lantern.store.models import chunks, memory_history, memory_records, sources
 from lantern.validation import MEMORY_KINDS, STATUSES, JSONObject
 
@@ -68,7 +68,7 @@ class Inspection:
 
 def inspect_store(store: Store, *, url: str, size_bytes: int) -> Inspection:
     """Count everything in one read transaction (one consistent snapshot)."""
-    at = now()
+    at = store.clock()
     with store.read() as conn:
         state = migrations.read_state(conn, store.location)
         by_kind = _grouped(conn, memory_records.c.kind)

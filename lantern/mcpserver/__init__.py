@@ -5,5 +5,8 @@ against their schemas by `arguments`; `server` is the only module that imports t
 Nothing else in Lantern imports this package, so the rest of the CLI never pays for `mcp`
 (about 0.7 s to import) or `jsonschema`.
 
+Imports: the facade (`lantern.api`, `lantern`) and the public names below it (records,
+errors, vocabularies: `PUBLIC` in tests/test_layers.py).
+
 The package is not named `mcp`, so that it can never shadow the SDK it is built on.
 """

@@ -175,7 +175,7 @@ class Calls:
         abandoned = threading.Event()
 
         def tracked() -> T:
-            from lantern.store.engine import abandonable
+            from lantern.api import abandonable
 
             try:
                 with abandonable(abandoned.is_set):

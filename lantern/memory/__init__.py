@@ -7,6 +7,6 @@ reference rows (`refs`) in step with it; `filters` and `cursor` define listings 
 records' vectors; `scopes` confines a repository to some scopes; `records` holds the frozen
 results.
 
-Imports: `lantern.store`, `lantern.retrieval`, `lantern.semantic`, `lantern.embeddings`,
-`lantern.errors`, `lantern.validation`. Never the evidence package, the facade or a surface.
+Imports: `lantern.store`, `lantern.retrieval`, `lantern.entities`, `lantern.semantic`,
+`lantern.embeddings` and the leaves. Never the evidence package, the facade or a surface.
 """

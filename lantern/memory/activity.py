@@ -33,7 +33,6 @@ from lantern.memory.filters import scope_clause
 from lantern.memory.history import forgotten_in
 from lantern.memory.records import DayCount, HistoryEntry, MemoryStats, Page
 from lantern.memory.scopes import ScopePolicy
-from lantern.store.engine import now
 from lantern.store.models import memory_history as history_table
 from lantern.store.models import memory_records as table
 from lantern.validation import HISTORY_EVENTS, MEMORY_KINDS, STATUSES
@@ -58,7 +57,7 @@ class MemoryActivity(RepositoryCore):
         wanted = ScopePolicy.of(_values(scope)) if _values(scope) else ScopePolicy()
         top = validation.limit(top, field="top", maximum=MAX_TOP)
         days = validation.limit(days, field="days", maximum=MAX_DAYS)
-        at = now()
+        at = self._store.clock()
         policy = self._fences(wanted)
         count = func.count()
         with self._store.read() as conn:

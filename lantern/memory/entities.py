@@ -24,7 +24,6 @@ from lantern.memory.changes import set_fields
 from lantern.memory.core import RepositoryCore
 from lantern.memory.records import MemoryRecord
 from lantern.memory.rows import require
-from lantern.store.engine import now
 
 
 def texts(refs: Sequence[EntityRef]) -> list[str]:
@@ -104,7 +103,7 @@ class MemoryEntities(RepositoryCore):
         with self._write() as conn:
             record = require(conn, record_id, self._scopes, for_update=True)
             resolved = links.resolve(conn, wanted)
-            return attach(conn, record, resolved, now())[1]
+            return attach(conn, record, resolved, self._store.clock())[1]
 
     def detach_entities(self, record_id: str, entities: Any) -> list[LinkChange]:
         """Unlink entities from a record; `changed` False where it did not have one."""
@@ -113,7 +112,7 @@ class MemoryEntities(RepositoryCore):
             raise _none_given()
         with self._write() as conn:
             record = require(conn, record_id, self._scopes, for_update=True)
-            return detach(conn, record, keys, now())[1]
+            return detach(conn, record, keys, self._store.clock())[1]
 
     def _names(self, entities: Any) -> list[entity_names.EntityKey]:
         keys = entity_names.keys(entities)

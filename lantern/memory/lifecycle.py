@@ -15,7 +15,7 @@ from lantern.memory.core import RepositoryCore
 from lantern.memory.filters import LIST_ORDER
 from lantern.memory.records import ForgetReport, MemoryRecord
 from lantern.memory.rows import fetch, require, row_to_record
-from lantern.store.engine import now, translate_errors
+from lantern.store.engine import translate_errors
 from lantern.store.models import memory_records as table
 from lantern.store.models import memory_refs as refs_table
 
@@ -48,7 +48,7 @@ class MemoryLifecycle(RepositoryCore):
 
         A superseded record stays superseded: its successor is what archive and restore act on.
         """
-        at = now()
+        at = self._store.clock()
         with self._write() as conn:
             record = require(conn, record_id, self._scopes, for_update=True)
             if record.status == status:
@@ -66,7 +66,7 @@ class MemoryLifecycle(RepositoryCore):
         Lantern never does this on its own: the caller decides when. With `dry_run`, nothing
         changes and the records come back as they are.
         """
-        at = now()
+        at = self._store.clock()
         due = (
             select(table)
             .where(
@@ -107,7 +107,7 @@ class MemoryLifecycle(RepositoryCore):
         then stay in it until the next full checkpoint. A record that superseded this one keeps
         its place, with `supersedes_id` cleared (recorded in its history).
         """
-        at = now()
+        at = self._store.clock()
         with self._write() as conn:
             if fetch(conn, record_id, self._scopes) is None and history.was_forgotten(
                 conn, record_id, self._scopes

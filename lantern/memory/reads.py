@@ -44,7 +44,6 @@ from lantern.retrieval.modes import (
     SearchSummary,
 )
 from lantern.retrieval.query import ParsedQuery, parse_query
-from lantern.store.engine import now
 from lantern.store.models import memory_records as table
 
 # Inside the class, `list` names its method.
@@ -167,7 +166,7 @@ class MemoryReads(RepositoryCore):
         if after is not None and offset:
             raise _offset_and_cursor()
         key = None if after is None else parse_cursor(after)
-        conditions = filters.conditions(self._store.dialect, now())
+        conditions = filters.conditions(self._store.dialect, self._store.clock())
         values = {**conditions.values, "limit": limit + 1, "offset": offset}
         if key is None:
 
@@ -284,7 +283,7 @@ class MemoryReads(RepositoryCore):
         summary = SearchSummary(plan.mode.value, plan.model)
         if parsed is None:
             return Page([], summary=summary)
-        conditions = filters.conditions(self._store.dialect, now())
+        conditions = filters.conditions(self._store.dialect, self._store.clock())
         if plan.mode in SEMANTIC_MODES:
             from lantern.memory.semantic import Request, SemanticSearch
 
@@ -411,7 +410,7 @@ class MemoryReads(RepositoryCore):
         with self._store.read() as conn:
             record = require(conn, record_id, self._scopes)
         plan = plan_mode(self._store, MEMORY, SearchMode.SEMANTIC, model)
-        conditions = filters.conditions(self._store.dialect, now())
+        conditions = filters.conditions(self._store.dialect, self._store.clock())
         fingerprint = search_fingerprint(record.id, f"similar@{plan.model}", "relevance", filters)
         return similar_records(self, record, plan, conditions, limit, fingerprint)
 

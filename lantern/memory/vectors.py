@@ -22,7 +22,7 @@ from sqlalchemy import Connection, bindparam, func, select
 
 from lantern.memory.records import MemoryRecord
 from lantern.store import settings
-from lantern.store.engine import Store, now
+from lantern.store.engine import Store
 from lantern.store.models import memory_embeddings
 from lantern.store.models import memory_records as table
 
@@ -88,14 +88,15 @@ def on_write(store: Store, contents: Contents) -> PendingVectors | None:
 
 
 def store_pending(
-    conn: Connection, pending: PendingVectors | None, records: Iterable[MemoryRecord]
+    conn: Connection, pending: PendingVectors | None, records: Iterable[MemoryRecord], at: int
 ) -> None:
-    """Store the vectors computed for these records' contents, in the write's transaction."""
+    """Store the vectors computed for these records' contents, in the write's transaction,
+    with the write's timestamp `at`."""
     if pending is None:
         return
     from lantern.semantic.storage import write_memory_vectors
 
-    write_memory_vectors(conn, pending.model, pending.dim, pending.rows(records), now())
+    write_memory_vectors(conn, pending.model, pending.dim, pending.rows(records), at)
 
 
 def invalidate(conn: Connection, record_id: str) -> None:
@@ -120,7 +121,7 @@ def embed_missing(
         return _scan(conn, provider.model, dim, after, size)
 
     def write(conn: Connection, items: list[Item], vectors: NDArray[np.float32]) -> int:
-        return _write(conn, provider.model, dim, items, vectors)
+        return _write(conn, provider.model, dim, items, vectors, store.clock())
 
     return backfill(
         store,
@@ -167,9 +168,15 @@ def _scan(conn: Connection, model: str, dim: int, after: str | None, size: int) 
 
 
 def _write(
-    conn: Connection, model: str, dim: int, items: list[Item], vectors: NDArray[np.float32]
+    conn: Connection,
+    model: str,
+    dim: int,
+    items: list[Item],
+    vectors: NDArray[np.float32],
+    at: int,
 ) -> int:
-    """Store the vectors of the records whose content is still the one embedded."""
+    """Store the vectors of the records whose content is still the one embedded, stamped `at`
+    (the batch's time, from the store's clock)."""
     from lantern.embeddings.vectors import to_blob
     from lantern.semantic.sides import text_hash
     from lantern.semantic.storage import write_memory_vectors
@@ -187,5 +194,5 @@ def _write(
         for position, item in enumerate(items)
         if item.text is not None and now_content.get(item.id) == item.text
     ]
-    write_memory_vectors(conn, model, dim, rows, now())
+    write_memory_vectors(conn, model, dim, rows, at)
     return len(rows)

@@ -33,7 +33,6 @@ from lantern.memory.core import RepositoryCore
 from lantern.memory.entities import attach
 from lantern.memory.records import MemoryRecord, freeze_refs
 from lantern.memory.rows import require
-from lantern.store.engine import now
 from lantern.store.ids import memory_id, memory_identity
 
 if TYPE_CHECKING:
@@ -109,7 +108,7 @@ class MemoryWrites(RepositoryCore):
         `entities` (`KIND:NAME` each, or a stored entity's id) are linked to the record, new
         or already stored (see `lantern.memory.entities`).
         """
-        at = now()
+        at = self._store.clock()
         wanted = entity_names.keys(entities)
         record = _new_record(
             at,
@@ -150,7 +149,7 @@ class MemoryWrites(RepositoryCore):
                 return attach(conn, stored, named, at)[0], False
             if old is not None:
                 retire(conn, old, stored.id, at)
-            vectors.store_pending(conn, pending, [stored])
+            vectors.store_pending(conn, pending, [stored], at)
             return stored, True
 
         return self._write_with_vectors([record.content], write)
@@ -169,7 +168,7 @@ class MemoryWrites(RepositoryCore):
         written, so a bad one leaves the store unchanged. Records already stored, or repeated in
         the input, come back unchanged with `created` False, exactly as `get_or_add` does.
         """
-        at = now()
+        at = self._store.clock()
         built: list[MemoryRecord] = []
         wanted: list[list[entity_names.EntityKey]] = []
         for position, fields in enumerate(records):
@@ -203,7 +202,7 @@ class MemoryWrites(RepositoryCore):
             results = self._store_many(conn, built, wanted, at, allow_dangling=allow_dangling)
             if dry_run:
                 raise _RolledBack(results)
-            vectors.store_pending(conn, pending, [stored for stored, made in results if made])
+            vectors.store_pending(conn, pending, [stored for stored, made in results if made], at)
             return results
 
         try:
@@ -287,7 +286,7 @@ class MemoryWrites(RepositoryCore):
                 "nothing to update: give a content, priority, urgency, confidence, expiry, "
                 "or references to add or remove"
             )
-        at = now()
+        at = self._store.clock()
 
         def write(conn: Connection, pending: vectors.PendingVectors | None) -> MemoryRecord:
             record = require(conn, record_id, self._scopes, for_update=True)
@@ -322,7 +321,7 @@ class MemoryWrites(RepositoryCore):
                 # Its vectors were of the old text: removed, and computed again if the store
                 # embeds on write.
                 vectors.invalidate(conn, record_id)
-                vectors.store_pending(conn, pending, [revised])
+                vectors.store_pending(conn, pending, [revised], at)
             if "source_refs" in after:
                 refs.replace(conn, record_id, revised.source_refs)
             history.append(
@@ -378,7 +377,7 @@ class MemoryWrites(RepositoryCore):
         new_entities = None if entities is None else entity_names.keys(entities)
         if given["scope"] is not None:
             self._scopes.check_write(given["scope"])
-        at = now()
+        at = self._store.clock()
         new_content = given["content"]
 
         def contents(conn: Connection) -> list[str]:
@@ -422,7 +421,7 @@ class MemoryWrites(RepositoryCore):
             if not created:
                 raise _identical(stored, old)
             retire(conn, old, stored.id, at)
-            vectors.store_pending(conn, pending, [stored])
+            vectors.store_pending(conn, pending, [stored], at)
             return stored
 
         return self._write_with_vectors(contents, write)

@@ -2,6 +2,6 @@
 (`query`), the search modes (`modes`), the fusion of two rankings that `hybrid` runs
 (`fusion`) and the common words an `any` search leaves out (`stopwords`).
 
-Pure Python with no imports from the rest of Lantern, so both domains (and the surfaces, for
-their help texts) can use it without loading a database layer.
+Imports: nothing of Lantern's. Pure Python, so both domains (and the surfaces, for their help
+texts) can use it without loading a database layer.
 """

@@ -6,6 +6,5 @@ recognises and upgrades stores, `dialect` and `prepared` hold what differs betwe
 PostgreSQL and the compiled hot statements, `ids` the id formats, `settings` the store's
 settings and the tokens of its vectors.
 
-Imports: `lantern.errors` and `lantern.validation` only; nothing here knows memory or evidence
-rules.
+Imports: the leaves only; nothing here knows memory or evidence rules.
 """

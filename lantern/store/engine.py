@@ -80,19 +80,35 @@ def abandonable(abandoned: Callable[[], bool]) -> Iterator[None]:
         _ABANDONED.reset(token)
 
 
-def now() -> int:
-    """The operation's timestamp: integer unix seconds, UTC, taken once per operation."""
+Clock = Callable[[], int]
+"""Where an operation takes its timestamp: integer unix seconds, UTC."""
+
+
+def system_clock() -> int:
+    """The real time: integer unix seconds, UTC (the clock of every store not given one)."""
     return int(time.time())
 
 
 class Store:
-    """An open store: one engine, and the transactions every repository call runs in."""
+    """An open store: one engine, the transactions every repository call runs in, and the
+    clock every stored timestamp and expiry check comes from."""
 
-    def __init__(self, location: StoreLocation, engine: Engine, *, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        location: StoreLocation,
+        engine: Engine,
+        *,
+        read_only: bool = False,
+        clock: Clock = system_clock,
+    ) -> None:
         self.location = location
         self.engine = engine
         # Read-only (`lantern mcp --read-only`): `write()` refuses to open a transaction.
         self.read_only = read_only
+        # Each operation calls it once and uses that one value for everything it writes or
+        # judges (created/updated times, history, expiry), so a caller or a test that passes
+        # its own clock (`Lantern.open(clock=...)`) sets the time of every module at once.
+        self.clock = clock
         self._write_engine = engine.execution_options(**{_WRITE_OPTION: True})
         self._kept = _KeptConnections(engine, self._write_engine)
         weakref.finalize(self, self._kept.close)

@@ -59,7 +59,7 @@ from lantern.memory.filters import scope_clause
 from lantern.memory.rows import row_to_record
 from lantern.semantic.sides import text_hash
 from lantern.semantic.storage import chunk_vectors_changed, write_memory_vectors
-from lantern.store.engine import Store, now
+from lantern.store.engine import Store
 from lantern.store.ids import memory_identity
 from lantern.store.models import (
     chunk_entities,
@@ -448,7 +448,7 @@ def import_jsonl(store: Store, source: IO[bytes], *, dry_run: bool = False) -> T
     """
     try:
         with store.write() as conn:
-            importer = _Importer(conn)
+            importer = _Importer(conn, store.clock())
             for number, raw in enumerate(source, start=1):
                 try:
                     importer.read_line(number, raw)
@@ -477,8 +477,11 @@ Batch = list[tuple[int, JSONObject]]
 class _Importer:
     """Checks lines in order and inserts them in batches of one type at a time."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, at: int) -> None:
         self.conn = conn
+        self.at = at
+        """The import's timestamp, taken once from the store's clock: the time of the vectors
+        it stores (everything else keeps the times the file gives)."""
         self.added: Counter[str] = Counter()
         self.skipped: Counter[str] = Counter()
         self.header_seen = False
@@ -700,9 +703,8 @@ class _Importer:
             rows = by_model.setdefault((values["model"], values["dim"]), [])
             rows.append((record_id, values["vector"], values["text_hash"]))
             self.with_vector.add(record_id)
-        at = now()
         for (model, dim), rows in by_model.items():
-            write_memory_vectors(self.conn, model, dim, rows, at)
+            write_memory_vectors(self.conn, model, dim, rows, self.at)
         added = sum(len(rows) for rows in by_model.values())
         self.ignored["memory_embedding"] += stale
         self._count("memory_embedding", added, len(batch) - stale)

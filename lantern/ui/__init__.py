@@ -14,4 +14,7 @@ same JSON the CLI prints for the command the page shows. It holds no SQL and no 
 
 Starlette, Jinja2 and uvicorn are the optional extra `lantern[ui]`: only this package imports
 them, and `lantern ui` imports this package only when it runs.
+
+Imports: the facade (`lantern.api`, `lantern`) and the public names below it (records,
+errors, vocabularies: `PUBLIC` in tests/test_layers.py).
 """

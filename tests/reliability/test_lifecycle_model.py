@@ -24,7 +24,7 @@ from lantern.errors import Conflict, InvalidInput, LanternError, NotFound
 from lantern.memory.records import MemoryRecord
 from lantern.store.ids import memory_id
 from lantern.validation import MEMORY_KINDS, normalized_content
-from tests.memory_helpers import Clock
+from tests.helpers import Clock
 from tests.reliability.conftest import Figures
 from tests.reliability.tools import Tier, is_postgres, sized
 
@@ -301,13 +301,13 @@ class LifecycleMachine(RuleBasedStateMachine):
 
 
 def test_the_memory_lifecycle_matches_its_model(
-    store_url: str, tier: Tier, figures: Figures, monkeypatch: pytest.MonkeyPatch
+    store_url: str, tier: Tier, figures: Figures, clock: Clock
 ) -> None:
     size = sized(tier, store_url)
     counts = {"runs": 0, "steps": 0}
-    with Lantern.open(store_url) as lt:
+    with Lantern.open(store_url, clock=clock) as lt:
         LifecycleMachine.lt = lt
-        LifecycleMachine.clock = Clock(monkeypatch)
+        LifecycleMachine.clock = clock
         LifecycleMachine.counts = counts
         started = time.monotonic()
         # A subclass per test: settings may be given to a machine class only once.
