@@ -1,9 +1,11 @@
 """Which memory records a listing or search returns, and in what order.
 
-`memory list` and `memory search` share these filters, so a filter means the same in both, in
-the CLI and in the Python API. Every filter is a condition on visible fields; none of them
-needs anything but the record row, except `cites`, which looks at `memory_refs`. Where a page
-ends is `lantern.memory.cursor`'s business.
+`memory list` and `memory search` share these filters, so a filter means the same in both, on
+every surface; what each filter is called and takes is said once, in `lantern.memory.filterspec`,
+and `MemoryFilter.build` reads a call's arguments with that table. Every filter is a condition
+on visible fields; none of them needs anything but the record row, except `cites`, which looks
+at `memory_refs` (and `entity`, at the entity links). Where a page ends is
+`lantern.memory.cursor`'s business.
 """
 
 from __future__ import annotations
@@ -70,10 +72,14 @@ class MemoryFilter:
         `locals()`, of which the names in `FILTERS` are read) and `given`; a filter given
         neither way takes its default in the table. A value of the wrong type or form raises
         `InvalidInput` naming the parameter."""
-        values = {**(arguments or {}), **given}
-        return cls(
-            **{spec.field: spec.read(values.get(spec.name, spec.default)) for spec in FILTERS}
-        )
+        values = {**arguments, **given} if arguments is not None else given
+        fields: dict[str, Any] = {}
+        for field, name, default, read, unfiltered in _READERS:
+            value = values.get(name, default)
+            # A filter left at its default (None, False, the default status) reads as it
+            # always does: a listing is a hot path, and most filters are left out.
+            fields[field] = unfiltered if value is default else read(name, value)
+        return cls(**fields)
 
     def conditions(self, dialect: str, at: int) -> Conditions:
         """The WHERE conditions, evaluated at time `at` (for expiry), as named parameters."""
@@ -139,6 +145,12 @@ class Conditions:
     def clauses(self) -> list[ColumnElement[bool]]:
         return [build(bound) for bound, build in self.parts]
 
+
+_READERS = tuple(
+    (spec.field, spec.name, spec.default, spec.value.read, spec.read(spec.default))
+    for spec in FILTERS
+)
+"""For each filter: its field, name and default, how it is read, and its default's reading."""
 
 _COMPARED = tuple(spec for spec in FILTERS if spec.compare is not None)
 """The filters that are a plain comparison of a column with their value (`Filter.compare`)."""
