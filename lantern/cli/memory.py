@@ -32,6 +32,7 @@ from lantern.cli.output import (
 )
 from lantern.cli.parsing import CommandGroup, FreeTextCommand
 from lantern.errors import InvalidInput
+from lantern.memory.filterspec import BY_NAME, CITING, Filter, offered
 from lantern.memory.records import HistoryEntry, MemoryMatch, MemoryRecord, Page, order_keys
 from lantern.retrieval.modes import SEARCH_MODES
 from lantern.validation import (
@@ -39,7 +40,6 @@ from lantern.validation import (
     MAX_CONTENT_CHARS,
     MEMORY_KINDS,
     SEARCH_ORDERS,
-    STATUS_FILTERS,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -66,7 +66,6 @@ def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 # The vocabularies are choices of the command line: a word outside them is a usage error (exit 2),
 # named before anything runs. The repository checks them again for the other callers.
 _KIND = click.Choice(MEMORY_KINDS)
-_STATUS = click.Choice(STATUS_FILTERS)
 
 _allow_dangling = click.option(
     "--allow-dangling",
@@ -85,51 +84,31 @@ _REF_HELP = (
     "or a JSON object with a 'type'. Repeatable."
 )
 
-# The filters `list` and `search` share, in the order their help shows them.
+
+def _filter_option(spec: Filter, **overrides: Any) -> Callable[[F], F]:
+    """The Click option of a memory filter, from its entry in the table (`overrides`: the
+    command's own default). Its help is the table's, with "Repeatable." after it."""
+    settings: dict[str, Any] = {"help": spec.help + (" Repeatable." if spec.repeatable else "")}
+    value = spec.value
+    if value.form == "flag":
+        settings["is_flag"] = True
+    elif value.form == "choice":
+        settings["type"] = click.Choice(value.choices)
+    elif value.form in ("int", "float"):
+        settings["type"] = int if value.form == "int" else float
+    if value.metavar is not None:
+        settings["metavar"] = value.metavar
+    if spec.repeatable:
+        settings["multiple"] = True
+    default = overrides.get("default", spec.default)
+    if value.form != "flag" and default is not None:
+        settings.update(default=default, show_default=True)
+    return click.option(spec.cli_option, spec.name, **settings)
+
+
+# The filters `list` and `search` share, in the order their help shows them (the table's).
 _filter_options = _options(
-    click.option(
-        "--scope",
-        "scopes",
-        multiple=True,
-        help="Only this scope, or scopes starting with a prefix ending in * (user:*); "
-        "\\* at the end matches a literal star. Repeatable.",
-    ),
-    click.option(
-        "--kind", "kinds", type=_KIND, multiple=True, help="Only these kinds. Repeatable."
-    ),
-    click.option(
-        "--status",
-        type=_STATUS,
-        default="active",
-        show_default=True,
-        help="Only records of this status; all for every status.",
-    ),
-    click.option("--min-priority", type=int, metavar="N", help="Priority at least N."),
-    click.option("--min-urgency", type=int, metavar="N", help="Urgency at least N."),
-    click.option("--min-confidence", type=float, metavar="X", help="Confidence at least X."),
-    click.option("--updated-since", metavar="TIME", help="Updated at or after TIME."),
-    click.option("--updated-before", metavar="TIME", help="Updated before TIME."),
-    click.option(
-        "--expires-before",
-        metavar="TIME",
-        help="Only records with an expiry time earlier than TIME (what expires soon).",
-    ),
-    click.option(
-        "--cites",
-        multiple=True,
-        metavar="REF",
-        help="Only records citing REF (TYPE:ID). Repeatable: any of them.",
-    ),
-    click.option(
-        "--entity",
-        "entities",
-        multiple=True,
-        metavar="KIND:NAME",
-        help="Only records linked to this entity (KIND:NAME or ent_ id). Repeatable: any of them.",
-    ),
-    click.option(
-        "--include-expired", is_flag=True, help="Also records whose expires_at has passed."
-    ),
+    *(_filter_option(spec) for spec in offered("cli")),
     click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first."),
     click.option("--after", metavar="CURSOR", help="Continue after a page (its next_cursor)."),
     click.option(
@@ -144,22 +123,8 @@ _filter_options = _options(
 
 def _filters(params: dict[str, Any]) -> dict[str, Any]:
     """The API's filter arguments from the shared options."""
-    return {
-        "scope": params["scopes"],
-        "kind": params["kinds"],
-        "status": params["status"],
-        "min_priority": params["min_priority"],
-        "min_urgency": params["min_urgency"],
-        "min_confidence": params["min_confidence"],
-        "updated_since": params["updated_since"],
-        "updated_before": params["updated_before"],
-        "expires_before": params["expires_before"],
-        "cites": list(params["cites"]),
-        "entity": list(params["entities"]),
-        "include_expired": params["include_expired"],
-        "offset": params["offset"],
-        "after": params["after"],
-    }
+    given = {spec.name: params[spec.name] for spec in offered("cli")}
+    return {**given, "offset": params["offset"], "after": params["after"]}
 
 
 @memory.command("add", cls=FreeTextCommand)
@@ -694,18 +659,8 @@ def forget_command(ctx: click.Context, record_id: str, yes: bool, as_json: bool)
 
 @memory.command("cites")
 @click.argument("ref", metavar="REF")
-@click.option(
-    "--with-chunks",
-    is_flag=True,
-    help="For source:ID, also records citing any chunk of that source.",
-)
-@click.option(
-    "--status",
-    type=_STATUS,
-    default="all",
-    show_default=True,
-    help="Only records of this status; all for every status.",
-)
+@_filter_option(BY_NAME["through_chunks"])
+@_filter_option(BY_NAME["status"], default=CITING["status"])
 @click.option("--limit", type=int, default=50, show_default=True, help="At most this many.")
 @click.option("--after", metavar="CURSOR", help="Continue after a page (its next_cursor).")
 @click.option(
@@ -718,7 +673,7 @@ def forget_command(ctx: click.Context, record_id: str, yes: bool, as_json: bool)
 def cites_command(
     ctx: click.Context,
     ref: str,
-    with_chunks: bool,
+    through_chunks: bool,
     status: str,
     limit: int,
     after: str | None,
@@ -732,7 +687,7 @@ def cites_command(
         lantern memory cites chunk:chk_0123456789abcdef
     """
     records = open_lantern(ctx).memory.citing(
-        ref, through_chunks=with_chunks, status=status, limit=limit, after=after
+        ref, through_chunks=through_chunks, status=status, limit=limit, after=after
     )
     if as_json:
         emit_json(_paged([r.to_json() for r in records], records, with_cursor))

@@ -6,6 +6,7 @@ Lists come wrapped in an object (MCP's structured content must be one): `{"recor
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from lantern.mcpserver import outputs
@@ -14,7 +15,6 @@ from lantern.mcpserver.spec import (
     CONFIDENCE,
     CONTENT,
     ENTITY,
-    ENTITY_FILTER,
     FLAG,
     KIND,
     MODE,
@@ -25,7 +25,6 @@ from lantern.mcpserver.spec import (
     RECORD_ID,
     REF,
     SCOPE,
-    STATUS_FILTER,
     TIME,
     TIME_HELP,
     Args,
@@ -39,6 +38,7 @@ from lantern.mcpserver.spec import (
     listed,
     without_vector_note,
 )
+from lantern.memory.filterspec import Filter, offered
 from lantern.memory.records import MemoryRecord, Page, order_keys
 from lantern.validation import SEARCH_ORDERS
 
@@ -153,28 +153,19 @@ _ALLOW_DANGLING = described(
 _NO_EXPIRY = described(FLAG, "Remove the expiry time.")
 _EXPIRES_AT = described(TIME, f"When the record expires: {TIME_HELP}.")
 
+
+def _filter_property(spec: Filter) -> Schema:
+    """A memory filter's property, from its entry in the table: its value's schema (an array
+    of them when it repeats) described by the table's help, with its default if it has one."""
+    value = copy.deepcopy(spec.value.schema)  # the table's data stays out of reach
+    if spec.repeatable:
+        return listed(value, spec.help)
+    schema = described(value, spec.help)
+    return schema if spec.default is None else {**schema, "default": spec.default}
+
+
 _FILTERS: dict[str, Schema] = {
-    "scope": listed(
-        SCOPE,
-        "Only these scopes (any of them); an entry ending in * matches scopes starting with "
-        "what precedes it (user:*), and \\* at the end a literal star.",
-    ),
-    "kind": listed(KIND, "Only these kinds (any of them)."),
-    "status": STATUS_FILTER,
-    "min_priority": described(PERCENT, "Priority at least this."),
-    "min_urgency": described(PERCENT, "Urgency at least this."),
-    "min_confidence": described(CONFIDENCE, "Confidence at least this."),
-    "updated_since": described(TIME, f"Updated at or after this time: {TIME_HELP}."),
-    "updated_before": described(TIME, f"Updated before this time: {TIME_HELP}."),
-    "expires_before": described(
-        TIME, f"Only records with an expiry time earlier than this: {TIME_HELP}."
-    ),
-    "cites": listed(
-        {**REF, "description": "TYPE:ID, e.g. chunk:chk_..."},
-        "Only records citing any of these references.",
-    ),
-    "entity": ENTITY_FILTER,
-    "include_expired": described(FLAG, "Also records whose expires_at has passed."),
+    **{spec.name: _filter_property(spec) for spec in offered("mcp")},
     "offset": OFFSET,
     "after": AFTER,
     "explain": described(

@@ -2,7 +2,8 @@
 
 `repository.MemoryRepository` holds every rule about records, composed of `writes`,
 `lifecycle` and `reads`; `changes` keeps each record's history, search row (`fts`) and
-reference rows (`refs`) in step with it; `filters` and `cursor` define listings and paging;
+reference rows (`refs`) in step with it; `filterspec` says each listing filter once for
+every surface; `filters` and `cursor` define listings and paging;
 `semantic` searches by meaning (`semantic`, `hybrid`, similar records) and `vectors` keeps the
 records' vectors; `scopes` confines a repository to some scopes; `records` holds the frozen
 results.

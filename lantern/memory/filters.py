@@ -1,22 +1,23 @@
 """Which memory records a listing or search returns, and in what order.
 
-`memory list` and `memory search` share these filters, so a filter means the same in both, in
-the CLI and in the Python API. Every filter is a condition on visible fields; none of them
-needs anything but the record row, except `cites`, which looks at `memory_refs`. Where a page
-ends is `lantern.memory.cursor`'s business.
+`memory list` and `memory search` share these filters, so a filter means the same in both, on
+every surface; what each filter is called and takes is said once, in `lantern.memory.filterspec`,
+and `MemoryFilter.build` reads a call's arguments with that table. Every filter is a condition
+on visible fields; none of them needs anything but the record row, except `cites`, which looks
+at `memory_refs` (and `entity`, at the entity links). Where a page ends is
+`lantern.memory.cursor`'s business.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import BigInteger, BindParameter, ColumnElement, and_, bindparam, or_, true
 
-from lantern import validation
-from lantern.entities import names as entity_names
 from lantern.entities.filters import record_clause
+from lantern.memory.filterspec import FILTERS, Filter
 from lantern.memory.refs import cites_clause
 from lantern.store.models import memory_records as table
 
@@ -66,37 +67,19 @@ class MemoryFilter:
     """Entity ids: a record matches when it is linked to any of them."""
 
     @classmethod
-    def build(
-        cls,
-        *,
-        scope: str | Iterable[str] | None = None,
-        kind: str | Iterable[str] | None = None,
-        status: str = "active",
-        min_priority: int | None = None,
-        min_urgency: int | None = None,
-        min_confidence: float | None = None,
-        updated_since: int | str | None = None,
-        updated_before: int | str | None = None,
-        expires_before: int | str | None = None,
-        cites: Any = None,
-        include_expired: bool = False,
-        entity: Any = None,
-    ) -> MemoryFilter:
-        cited = [] if cites is None else [cites] if isinstance(cites, str | dict) else cites
-        return cls(
-            entities=tuple(entity_names.id_of(key) for key in entity_names.keys(entity)),
-            scopes=tuple(validation.scope_pattern(value) for value in _as_list(scope)),
-            kinds=tuple(validation.kind(value) for value in _as_list(kind)),
-            status=validation.status_filter(status),
-            min_priority=validation.optional_percent("min_priority", min_priority),
-            min_urgency=validation.optional_percent("min_urgency", min_urgency),
-            min_confidence=validation.optional_confidence(min_confidence, "min_confidence"),
-            updated_since=validation.optional_timestamp("updated_since", updated_since),
-            updated_before=validation.optional_timestamp("updated_before", updated_before),
-            expires_before=validation.optional_timestamp("expires_before", expires_before),
-            cites=tuple(validation.ref_key(value) for value in cited),
-            include_expired=bool(include_expired),
-        )
+    def build(cls, arguments: Mapping[str, Any] | None = None, /, **given: Any) -> MemoryFilter:
+        """The filters a call gives, checked: `arguments` (a method's own parameters, its
+        `locals()`, of which the names in `FILTERS` are read) and `given`; a filter given
+        neither way takes its default in the table. A value of the wrong type or form raises
+        `InvalidInput` naming the parameter."""
+        values = {**arguments, **given} if arguments is not None else given
+        fields: dict[str, Any] = {}
+        for field, name, default, read, unfiltered in _READERS:
+            value = values.get(name, default)
+            # A filter left at its default (None, False, the default status) reads as it
+            # always does: a listing is a hot path, and most filters are left out.
+            fields[field] = unfiltered if value is default else read(name, value)
+        return cls(**fields)
 
     def conditions(self, dialect: str, at: int) -> Conditions:
         """The WHERE conditions, evaluated at time `at` (for expiry), as named parameters."""
@@ -107,21 +90,10 @@ class MemoryFilter:
             parts.append(_any_of(table.c.kind, "kind", self.kinds))
         if self.status != "all":
             parts.append(({"status": self.status}, lambda v: table.c.status == bound(v, "status")))
-        for name, value in (
-            ("min_priority", self.min_priority),
-            ("min_urgency", self.min_urgency),
-            ("min_confidence", self.min_confidence),
-            ("updated_since", self.updated_since),
-        ):
+        for spec in _COMPARED:
+            value = getattr(self, spec.field)
             if value is not None:
-                parts.append(({name: value}, _at_least(name)))
-        if self.updated_before is not None:
-            parts.append(
-                (
-                    {"updated_before": self.updated_before},
-                    lambda v: table.c.updated_at < bound(v, "updated_before"),
-                )
-            )
+                parts.append(({spec.name: value}, _comparison(spec)))
         if self.expires_before is not None:
             # Both ends of the range, so that the planner walks the expiry index (one bound is
             # read as a quarter of the rows, too many to beat the list order's index).
@@ -174,17 +146,24 @@ class Conditions:
         return [build(bound) for bound, build in self.parts]
 
 
-_MINIMUM_OF = {
-    "min_priority": table.c.priority,
-    "min_urgency": table.c.urgency,
-    "min_confidence": table.c.confidence,
-    "updated_since": table.c.updated_at,
-}
+_READERS = tuple(
+    (spec.field, spec.name, spec.default, spec.value.read, spec.read(spec.default))
+    for spec in FILTERS
+)
+"""For each filter: its field, name and default, how it is read, and its default's reading."""
+
+_COMPARED = tuple(spec for spec in FILTERS if spec.compare is not None)
+"""The filters that are a plain comparison of a column with their value (`Filter.compare`)."""
 
 
-def _at_least(name: str) -> Callable[[Values], ColumnElement[bool]]:
-    column = _MINIMUM_OF[name]
-    return lambda values: column >= bound(values, name)
+def _comparison(spec: Filter) -> Callable[[Values], ColumnElement[bool]]:
+    assert spec.compare is not None
+    column_name, operator = spec.compare
+    column = table.c[column_name]
+    name = spec.name
+    if operator == ">=":
+        return lambda values: column >= bound(values, name)
+    return lambda values: column < bound(values, name)
 
 
 def _expires_before(values: Values) -> ColumnElement[bool]:
@@ -236,14 +215,6 @@ def _cites_part(cites: tuple[tuple[str, str], ...], through_chunks: bool) -> Par
         return cites_clause(keys, source_ids=sources)
 
     return values, build
-
-
-def _as_list(value: str | Iterable[str] | None) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return list(value)
 
 
 def scope_parts(dialect: str, patterns: Iterable[tuple[str, bool]], name: str) -> list[Part]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ from lantern.memory.cursor import (
     search_fingerprint,
 )
 from lantern.memory.filters import LIST_ORDER, Conditions, MemoryFilter
+from lantern.memory.filterspec import Entities, Refs
 from lantern.memory.records import (
     DanglingRef,
     HistoryEntry,
@@ -112,9 +112,9 @@ class MemoryReads(RepositoryCore):
         updated_since: int | str | None = None,
         updated_before: int | str | None = None,
         expires_before: int | str | None = None,
-        cites: Any = None,
+        cites: Refs = None,
         after: str | None = None,
-        entity: Any = None,
+        entity: Entities = None,
     ) -> Page:
         """Records in the documented order (see LIST_ORDER), filtered by visible fields only.
 
@@ -123,20 +123,7 @@ class MemoryReads(RepositoryCore):
         id) and keeps records linked to any of them. `after` continues from a page's
         `next_cursor`.
         """
-        filters = MemoryFilter.build(
-            scope=scope,
-            kind=kind,
-            status=status,
-            min_priority=min_priority,
-            min_urgency=min_urgency,
-            min_confidence=min_confidence,
-            updated_since=updated_since,
-            updated_before=updated_before,
-            expires_before=expires_before,
-            cites=cites,
-            include_expired=include_expired,
-            entity=entity,
-        )
+        filters = MemoryFilter.build(locals())
         return self._page(filters, limit=limit, offset=offset, after=after)
 
     def citing(
@@ -154,10 +141,7 @@ class MemoryReads(RepositoryCore):
         Every status and expired records too, by default: this answers "what depends on this
         evidence". With `through_chunks`, a `source:ID` also finds records citing its chunks.
         """
-        filters = dataclasses.replace(
-            MemoryFilter.build(status=status, include_expired=include_expired, cites=[ref]),
-            through_chunks=through_chunks,
-        )
+        filters = MemoryFilter.build(locals(), cites=[ref])
         return self._page(filters, limit=limit, offset=0, after=after)
 
     def _page(self, filters: MemoryFilter, *, limit: int, offset: int, after: str | None) -> Page:
@@ -232,9 +216,9 @@ class MemoryReads(RepositoryCore):
         updated_since: int | str | None = None,
         updated_before: int | str | None = None,
         expires_before: int | str | None = None,
-        cites: Any = None,
+        cites: Refs = None,
         after: str | None = None,
-        entity: Any = None,
+        entity: Entities = None,
     ) -> Page:
         """Search over content: `MemoryMatch`es (record, score, higher is better, and origin).
 
@@ -257,20 +241,7 @@ class MemoryReads(RepositoryCore):
             requested = SearchMode(validation.choice("mode", mode, SEARCH_MODES))
         if not isinstance(query, str):
             raise InvalidInput(Param("query"), f" must be text; got {type(query).__name__}")
-        filters = MemoryFilter.build(
-            scope=scope,
-            kind=kind,
-            status=status,
-            min_priority=min_priority,
-            min_urgency=min_urgency,
-            min_confidence=min_confidence,
-            updated_since=updated_since,
-            updated_before=updated_before,
-            expires_before=expires_before,
-            cites=cites,
-            include_expired=include_expired,
-            entity=entity,
-        )
+        filters = MemoryFilter.build(locals())
         limit = validation.limit(limit)
         offset = validation.offset(offset)
         if after is not None and offset:

@@ -3,8 +3,9 @@
 A page's form, the call it makes on the facade and the CLI command it shows all come from the
 same `Field` list, so they cannot disagree. Choices come from the vocabularies below the
 surfaces (`lantern.validation`, `lantern.retrieval.modes`): a kind, status, event or search mode
-added there appears in every form. A test checks that the memory filters name every filter
-option of `lantern memory list`, so a filter added to the CLI is not forgotten here.
+added there appears in every form. The memory filters are made from their table
+(`lantern.memory.filterspec`), as the CLI's options and the MCP tools' properties are, so a
+filter added there appears here too, with the same help.
 
 Values are checked for their form only (a number where a number goes); what they mean is the
 repository's to judge, which raises the same one-line errors as for the CLI.
@@ -18,13 +19,9 @@ from typing import Any, Literal
 
 from lantern.errors import InvalidInput
 from lantern.evidence.sourcekinds import KNOWN_SOURCE_KINDS
+from lantern.memory.filterspec import TIME_HINT, Filter, offered
 from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
-from lantern.validation import (
-    HISTORY_EVENTS,
-    MEMORY_KINDS,
-    SEARCH_ORDERS,
-    STATUS_FILTERS,
-)
+from lantern.validation import HISTORY_EVENTS, SEARCH_ORDERS
 
 Form = Literal["text", "texts", "choice", "choices", "int", "float", "flag", "time"]
 
@@ -45,28 +42,32 @@ class Field:
     default: Any = None
     hint: str = ""
     suggestions: tuple[str, ...] = ()
+    help: str = ""
+    """What the field does, shown as its tooltip (a memory filter's words in every surface)."""
 
     @property
     def repeated(self) -> bool:
         return self.form in ("texts", "choices")
 
 
-TIME_HINT = "unix seconds or ISO-8601, e.g. 2026-12-01"
+def _filter_field(spec: Filter) -> Field:
+    """A memory filter's form field, from its entry in the table (its help as the tooltip)."""
+    form: Form = spec.value.form
+    if spec.repeatable and form in ("text", "choice"):
+        form = "texts" if form == "text" else "choices"
+    return Field(
+        spec.name,
+        spec.cli_option,
+        form,
+        spec.label,
+        choices=spec.value.choices,
+        default=spec.default,
+        hint=spec.hint,
+        help=spec.help,
+    )
 
-MEMORY_FILTERS: tuple[Field, ...] = (
-    Field("scope", "--scope", "texts", "Scope", hint="exact, or a prefix ending in * (user:*)"),
-    Field("kind", "--kind", "choices", "Kind", choices=MEMORY_KINDS),
-    Field("status", "--status", "choice", "Status", choices=STATUS_FILTERS, default="active"),
-    Field("min_priority", "--min-priority", "int", "Priority at least"),
-    Field("min_urgency", "--min-urgency", "int", "Urgency at least"),
-    Field("min_confidence", "--min-confidence", "float", "Confidence at least"),
-    Field("updated_since", "--updated-since", "time", "Updated since", hint=TIME_HINT),
-    Field("updated_before", "--updated-before", "time", "Updated before", hint=TIME_HINT),
-    Field("expires_before", "--expires-before", "time", "Expires before", hint=TIME_HINT),
-    Field("cites", "--cites", "texts", "Cites", hint="TYPE:ID, e.g. chunk:chk_..."),
-    Field("entity", "--entity", "texts", "Entity", hint="KIND:NAME, e.g. person:Ada Lovelace"),
-    Field("include_expired", "--include-expired", "flag", "Include expired"),
-)
+
+MEMORY_FILTERS: tuple[Field, ...] = tuple(_filter_field(spec) for spec in offered("web"))
 """The filters `memory list` and `memory search` share, in the CLI's order."""
 
 MEMORY_SEARCH: tuple[Field, ...] = (
