@@ -85,6 +85,8 @@ PUBLIC: dict[str, frozenset[str] | None] = {
     "lantern.transfer.foreign": frozenset({"ForeignImport"}),
     # Vocabularies and limits a surface reads its arguments and help texts by.
     "lantern.retrieval.modes": None,
+    # The memory filters, said once: each surface makes its options, schema or fields of them.
+    "lantern.memory.filterspec": None,
     "lantern.evidence.sourcekinds": frozenset({"KNOWN_SOURCE_KINDS"}),
     "lantern.evidence.files": frozenset({"MAX_FILE_BYTES"}),  # to read standard input
     # What `Lantern.open` takes and `Lantern.location` gives: a scope policy, and where a
