@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,7 +101,7 @@ def lt(store_url: str) -> Iterator[Lantern]:
 def run_cli(store_url: str) -> CliRun:
     """Run a `lantern` command in-process with Click's runner, against the test store."""
 
-    def run(*args: str, input: str | None = None, db: str | None = None) -> Result:
+    def run(*args: str, input: str | bytes | None = None, db: str | None = None) -> Result:
         runner = CliRunner()
         return runner.invoke(cli, ["--db", db or store_url, *args], input=input)
 
@@ -111,7 +112,9 @@ def run_cli(store_url: str) -> CliRun:
 def run_lantern(store_url: str) -> ProcessRun:
     """Run the installed `lantern` executable in a subprocess, against the test store."""
 
-    def run(*args: str, input: str | None = None, env: dict[str, Any] | None = None) -> Any:
+    def run(
+        *args: str, input: str | None = None, env: dict[str, Any] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return lantern_process("--db", store_url, *args, input=input, env=env)
 
     return run

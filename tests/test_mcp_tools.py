@@ -267,7 +267,7 @@ def _text(result: types.CallToolResult | MCPError) -> str:
 
 
 def test_an_unexpected_failure_is_a_one_line_tool_error() -> None:
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("lantern_memory_show", {"id": "mem_0000000000000001"}),
         ("lantern_memory_show", {"id": 7}),
     ]

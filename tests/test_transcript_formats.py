@@ -138,14 +138,15 @@ def _turn(draw: st.DrawFn, shape: str) -> dict[str, object]:
     )
     content = " ".join(draw(words))
     role = draw(st.sampled_from(["user", "assistant", "tool"]))
-    stamp = draw(st.sampled_from(["2023-05-30T17:27:00Z", 1685467620, 1685467620.5]))
+    stamps: list[str | float] = ["2023-05-30T17:27:00Z", 1685467620, 1685467620.5]
+    stamp = draw(st.sampled_from(stamps))
     if shape == "chatgpt":
         parts: list[object] = [content]
         if draw(st.booleans()):
             parts.insert(0, {"content_type": "image_asset_pointer", "asset_pointer": "file-x"})
         if draw(st.booleans()):
             parts.append(" ".join(draw(words)))
-        message = {
+        message: dict[str, object] = {
             "id": "m",
             "author": {"role": role, "name": None, "metadata": {}},
             "create_time": float(stamp) if not isinstance(stamp, str) else None,

@@ -87,7 +87,7 @@ def test_concurrent_writers_lose_and_duplicate_nothing(
                 )
             ).all()
         )
-        created = Counter(
+        created: Counter[str] = Counter(
             dict(
                 conn.execute(
                     select(memory_history.c.record_id, func.count())
