@@ -317,7 +317,8 @@ def test_a_line_only_python_can_parse_is_read_again() -> None:
         types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     message = repaired(refused.value)
     assert isinstance(message, SessionMessage)
-    assert message.message.id == 7  # type: ignore[union-attr]
+    assert isinstance(message.message, types.JSONRPCRequest)
+    assert message.message.id == 7
     for unreadable in ("not json", json.dumps({"not": "json-rpc"})):
         with pytest.raises(ValidationError) as still:
             types.jsonrpc_message_adapter.validate_json(unreadable, by_name=False)

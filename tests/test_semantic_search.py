@@ -368,7 +368,9 @@ def test_two_models_never_mix(lt: Lantern, embedded: dict[str, str]) -> None:
     assert len(found) == len(RECORDS)
     assert index.load(lt.store, MEMORY, "other-model-3").dim == 3
     assert index.load(lt.store, MEMORY, HASHING).dim == 256
-    coverage = {m.model: m for m in lt.status().embeddings.models}  # type: ignore[union-attr]
+    embeddings = lt.status().embeddings
+    assert embeddings is not None
+    coverage = {m.model: m for m in embeddings.models}
     assert (coverage[HASHING].records, coverage["other-model-3"].records) == (6, 6)
     # A chunk holds one vector: embedding with another model replaces it.
     lt.evidence.ingest_text("note:b", "Rosa's sister lives in Porto.")
