@@ -323,12 +323,13 @@ async def throughput(store: Path, n: int, clients: int = 8, calls: int = 100) ->
     searches = search_queries(calls, words=WORDS)
 
     def mixed(client: int, i: int) -> tuple[str, dict[str, Any]]:
-        return [
+        choices: list[tuple[str, dict[str, Any]]] = [
             ("lantern_memory_add",
              {"kind": "fact", "scope": "bench:http", "content": f"http {n} {client} {i}"}),
             ("lantern_memory_list", {"scope": [BUSY_SCOPE], "limit": 50}),
             ("lantern_memory_search", {"query": searches[i]}),
-        ][i % 3]  # fmt: skip
+        ]  # fmt: skip
+        return choices[i % 3]
 
     async def rate(target: Target, call: Callable[[int, int], tuple[str, dict[str, Any]]]) -> float:
         async with AsyncExitStack() as stack:

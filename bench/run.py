@@ -269,16 +269,23 @@ def bench_memory(path: Path, n: int, repeat: int) -> list[Result]:
         results.append(side_by_side("memory add (one, committed)", n, lantern_add, raw_add, repeat))
 
         for label, mode, asked, match in search_cases(repeat + 40, words=WORDS):
+
+            def lantern_search(i: int, mode: str = mode, asked: list[str] = asked) -> object:
+                return lt.memory.search(asked[i % len(asked)], mode=mode, limit=20)
+
+            def raw_search(
+                i: int, asked: list[str] = asked, match: Callable[[str], str] = match
+            ) -> object:
+                return raw.execute(
+                    MEMORY_SEARCH_SQL, (match(asked[i % len(asked)]), int(time.time()))
+                ).fetchall()
+
             results.append(
                 side_by_side(
                     f"memory search{label}",
                     n,
-                    lambda i, mode=mode, asked=asked: lt.memory.search(
-                        asked[i % len(asked)], mode=mode, limit=20
-                    ),
-                    lambda i, asked=asked, match=match: raw.execute(
-                        MEMORY_SEARCH_SQL, (match(asked[i % len(asked)]), int(time.time()))
-                    ).fetchall(),
+                    lantern_search,
+                    raw_search,
                     min(repeat, SLOW_SAMPLES),
                 )
             )
@@ -519,21 +526,21 @@ def bench_evidence_search(work: Path, n: int, repeat: int) -> list[Result]:
     path = work / f"chunks-{n}.db"
     shutil.copyfile(legacy_template(work, n), path)
     migrations.upgrade(resolve(str(path)), backup=False)
+    results: list[Result] = []
     with Lantern.open(path) as lt, raw_connection(path) as raw:
-        results = [
-            side_by_side(
-                f"evidence search{label}",
-                n,
-                lambda i, mode=mode, asked=asked: lt.evidence.search(
-                    asked[i % len(asked)], mode=mode, limit=20
-                ),
-                lambda i, asked=asked, match=match: raw.execute(
-                    RAW_SEARCH_SQL, (match(asked[i % len(asked)]),)
-                ).fetchall(),
-                repeat,
+        for label, mode, asked, match in search_cases(repeat + 40):
+
+            def lantern_search(i: int, mode: str = mode, asked: list[str] = asked) -> object:
+                return lt.evidence.search(asked[i % len(asked)], mode=mode, limit=20)
+
+            def raw_search(
+                i: int, asked: list[str] = asked, match: Callable[[str], str] = match
+            ) -> object:
+                return raw.execute(RAW_SEARCH_SQL, (match(asked[i % len(asked)]),)).fetchall()
+
+            results.append(
+                side_by_side(f"evidence search{label}", n, lantern_search, raw_search, repeat)
             )
-            for label, mode, asked, match in search_cases(repeat + 40)
-        ]
     for leftover in work.glob(f"{path.name}*"):
         leftover.unlink()
     return results

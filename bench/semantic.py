@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -178,7 +179,7 @@ def latency(path: Path, size: int, repeat: int, *, memory: bool) -> list[dict[st
                     best[np.argsort(-scores[best])]
 
                 floor.append(timed(numpy_floor))
-                lantern.append(timed(lambda text=text: search(text)))
+                lantern.append(timed(partial(search, text)))
             floor_p50, floor_p95 = ms(floor)
             lantern_p50, lantern_p95 = ms(lantern)
             rows.append(
@@ -232,13 +233,8 @@ def hybrid_parts(path: Path, repeat: int) -> dict[str, Any]:
         lt.evidence.search(queries[0], mode="hybrid", model="hashing", limit=LIMIT)
         for text in queries:
             for mode, found in samples.items():
-                found.append(
-                    timed(
-                        lambda mode=mode, text=text: lt.evidence.search(
-                            text, mode=mode, model="hashing", limit=LIMIT
-                        )
-                    )
-                )
+                search = partial(lt.evidence.search, text, mode=mode, model="hashing", limit=LIMIT)
+                found.append(timed(search))
     medians = {mode: ms(found)[0] for mode, found in samples.items()}
     return {
         "any_p50_ms": medians["any"],

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from run import build_memory_store, percentiles
+from common import build_memory_store, percentiles
 
 LANTERN = Path(sys.executable).with_name("lantern")
 FIRST_PAGE_SQL = (

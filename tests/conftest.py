@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,7 +118,7 @@ def run_cli(store_url: str, request: pytest.FixtureRequest) -> CliRun:
     test's `clock`, if it has one)."""
     clock = _clock_of(request)
 
-    def run(*args: str, input: str | None = None, db: str | None = None) -> Result:
+    def run(*args: str, input: str | bytes | None = None, db: str | None = None) -> Result:
         runner = CliRunner()
         obj = None if clock is None else {"clock": clock}
         return runner.invoke(cli, ["--db", db or store_url, *args], input=input, obj=obj)
@@ -129,7 +130,9 @@ def run_cli(store_url: str, request: pytest.FixtureRequest) -> CliRun:
 def run_lantern(store_url: str) -> ProcessRun:
     """Run the installed `lantern` executable in a subprocess, against the test store."""
 
-    def run(*args: str, input: str | None = None, env: dict[str, Any] | None = None) -> Any:
+    def run(
+        *args: str, input: str | None = None, env: dict[str, Any] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return lantern_process("--db", store_url, *args, input=input, env=env)
 
     return run

@@ -6,9 +6,8 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import click
 from click.testing import Result
@@ -84,11 +83,27 @@ HIT_KEYS = [
     *ORIGIN_KEYS,
 ]
 
-CliRun = Callable[..., Result]
-ProcessRun = Callable[..., subprocess.CompletedProcess[str]]
+
+class CliRun(Protocol):
+    """The `run_cli` fixture: a `lantern` command in-process, against the test store (or `db`)."""
+
+    def __call__(
+        self, *args: str, input: str | bytes | None = None, db: str | None = None
+    ) -> Result: ...
 
 
-def lantern_process(*args: str, env: dict[str, Any] | None = None, **kwargs: Any) -> Any:
+class ProcessRun(Protocol):
+    """The `run_lantern` fixture: the installed `lantern` in a subprocess, against the test
+    store."""
+
+    def __call__(
+        self, *args: str, input: str | None = None, env: dict[str, Any] | None = None
+    ) -> subprocess.CompletedProcess[str]: ...
+
+
+def lantern_process(
+    *args: str, env: dict[str, Any] | None = None, **kwargs: Any
+) -> subprocess.CompletedProcess[str]:
     """Run the installed `lantern` executable with the test environment."""
     return subprocess.run(
         [str(LANTERN_BIN), *args],

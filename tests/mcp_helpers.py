@@ -73,14 +73,17 @@ class McpClient:
         return {tool.name: tool for tool in listed.tools}
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> types.CallToolResult:
-        return self.portal.call(self.session.call_tool, name, arguments or {})
+        result: types.CallToolResult = self.portal.call(
+            self.session.call_tool, name, arguments or {}
+        )
+        return result
 
     def ok(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """The structured result of a call that must succeed, checked against its text and
         against the output schema the tool declares."""
         result = self.call(name, arguments)
         assert not result.is_error, texts(result)
-        assert result.structured_content is not None
+        assert isinstance(result.structured_content, dict)
         assert json.loads(texts(result)[0]) == result.structured_content
         check_output(self.output_schemas, name, result.structured_content)
         return result.structured_content

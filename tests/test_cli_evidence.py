@@ -259,7 +259,7 @@ def test_help_states_the_default_chunk_size(run_cli: CliRun) -> None:
 
 
 def test_standard_input_must_be_utf8(run_cli: CliRun) -> None:
-    result = run_cli("ingest", "-", "--uri", "tool://x", input=b"caf\xe9")  # type: ignore[arg-type]
+    result = run_cli("ingest", "-", "--uri", "tool://x", input=b"caf\xe9")
     assert result.exit_code == 1
     assert result.stderr == "Error: standard input is not valid UTF-8 text\n"
     assert run_cli("source", "list", "--json").exit_code == NoStore.exit_code  # none was made

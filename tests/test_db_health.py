@@ -215,9 +215,9 @@ def _damage_without_foreign_keys(store_url: str, *statements: str) -> None:
     """Run `statements` as an old or careless tool could: SQLite with its foreign keys off,
     PostgreSQL after dropping the constraints of the tables they write to."""
     if "://" not in store_url:
-        conn = sqlite3.connect(store_url)
-        conn.executescript("PRAGMA foreign_keys = OFF;\n" + ";\n".join(statements))
-        conn.close()
+        raw = sqlite3.connect(store_url)
+        raw.executescript("PRAGMA foreign_keys = OFF;\n" + ";\n".join(statements))
+        raw.close()
         return
     engine = sqlalchemy.create_engine(store_url)
     with engine.begin() as conn:

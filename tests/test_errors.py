@@ -105,7 +105,7 @@ def test_a_full_disk_that_sqlite_reports_as_an_io_error_says_so(
 ) -> None:
     location = resolve(str(tmp_path / "store.db"))
     error = sqlite3.OperationalError("disk I/O error")
-    error.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"  # type: ignore[attr-defined]
+    error.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"
     monkeypatch.setattr("lantern.store.engine._nearly_full", lambda _path: True)
     full = translate(error, location)
     assert isinstance(full, StoreIOError)
@@ -251,5 +251,5 @@ def test_each_recorded_origin_gives_what_pip_installs_from_it(
 
 
 def test_an_editable_checkout_stays_editable(tmp_path: Path) -> None:
-    origin = {"url": tmp_path.as_uri(), "dir_info": {"editable": True}}
+    origin: dict[str, object] = {"url": tmp_path.as_uri(), "dir_info": {"editable": True}}
     assert requirement_from("embed", origin) == (True, f"'{tmp_path}[embed]'")

@@ -144,7 +144,7 @@ def test_numbering_is_valid_and_keeps_as_many_ids_as_possible(
 
 
 def _chunks(text: str, *pieces: str) -> list[tuple[int | None, int | None, str]]:
-    found = []
+    found: list[tuple[int | None, int | None, str]] = []
     for piece in pieces:
         start = text.index(piece)
         found.append((start, start + len(piece), piece))

@@ -10,10 +10,11 @@ import dataclasses
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import Connection, insert, select
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
@@ -328,8 +329,8 @@ def test_a_failed_replace_changes_nothing(
     before = source(lt, path)
     original = writing.Writes.execute
 
-    def fail_after_writing(self: writing.Writes, conn: object) -> None:
-        original(self, conn)  # type: ignore[arg-type]
+    def fail_after_writing(self: writing.Writes, conn: Connection) -> None:
+        original(self, conn)
         raise RuntimeError("disk unplugged")
 
     monkeypatch.setattr(writing.Writes, "execute", fail_after_writing)
@@ -584,11 +585,11 @@ def test_summary_json_shape(lt: Lantern, files: Path) -> None:
     ],
 )
 def test_bad_input_is_refused_and_changes_nothing(
-    lt: Lantern, files: Path, call: object, message: str
+    lt: Lantern, files: Path, call: Callable[[Lantern, Path], object], message: str
 ) -> None:
     write(files / "a.md", "some text")
     with pytest.raises(InvalidInput, match=message) as raised:
-        call(lt, files)  # type: ignore[operator]
+        call(lt, files)
     assert "\n" not in str(raised.value)
     assert lt.evidence.list_sources() == []
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 
 import pytest
 from sqlalchemy import insert, select
@@ -168,11 +169,11 @@ def test_remove_source_takes_its_chunks_links_and_vectors_and_keeps_memory_refs(
     ],
 )
 def test_lookups_fail_cleanly_and_change_nothing(
-    five: Lantern, call: object, error: type[Exception], message: str
+    five: Lantern, call: Callable[[Lantern], object], error: type[Exception], message: str
 ) -> None:
     before = five.evidence.get_source("doc:five")
     with pytest.raises(error, match=message):
-        call(five)  # type: ignore[operator]
+        call(five)
     assert five.evidence.get_source("doc:five") == before
 
 

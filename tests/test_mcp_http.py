@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import httpx2
 import pytest
 from click.testing import CliRunner
-from mcp import MCPError
+from mcp import MCPError, types
 
 from lantern.api import Lantern
 from lantern.cli import cli
@@ -188,8 +188,9 @@ def test_resources_read_the_tools_json(admin: McpClient, world: World) -> None:
         (f"lantern://chunk/{ids['chunk']}", "lantern_chunk_show", {"id": ids["chunk"]}),
     ]:  # fmt: skip
         [content] = admin.portal.call(admin.session.read_resource, uri).contents
+        assert isinstance(content, types.TextResourceContents)
         assert content.mime_type == "application/json"
-        assert json.loads(content.text) == admin.ok(tool, given)  # type: ignore[union-attr]
+        assert json.loads(content.text) == admin.ok(tool, given)
     listed = admin.portal.call(admin.session.list_resources)
     active = admin.ok("lantern_memory_list", {})["records"]
     assert [entry.uri for entry in listed.resources] == [

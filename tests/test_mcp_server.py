@@ -167,7 +167,7 @@ def test_schemas_are_precise(server: McpClient) -> None:
 
 
 def test_memory_tools_return_what_the_cli_prints(server: McpClient, store: str) -> None:
-    fields = {
+    fields: dict[str, Any] = {
         "kind": "preference",
         "scope": "user:ada",
         "content": "Ada prefers short answers.",
@@ -326,7 +326,7 @@ def test_evidence_tools_return_what_the_cli_prints(server: McpClient, store: str
     assert narrowed == {"hits": cli_json(store, "search", "migration", "--source",
                                          "tool://pytest/run-1"), **searched}  # fmt: skip
     assert server.ok("lantern_search", {"query": "***"}) == {"hits": [], **searched}
-    question = {"query": "why did the rollback test fail?", "limit": 3}
+    question: dict[str, Any] = {"query": "why did the rollback test fail?", "limit": 3}
     answered = server.ok("lantern_search", question)
     assert answered == {
         "hits": cli_json(store, "search", question["query"], "--limit", "3"),

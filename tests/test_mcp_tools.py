@@ -267,7 +267,7 @@ def _text(result: types.CallToolResult | MCPError) -> str:
 
 
 def test_an_unexpected_failure_is_a_one_line_tool_error() -> None:
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("lantern_memory_show", {"id": "mem_0000000000000001"}),
         ("lantern_memory_show", {"id": 7}),
     ]
@@ -317,7 +317,8 @@ def test_a_line_only_python_can_parse_is_read_again() -> None:
         types.jsonrpc_message_adapter.validate_json(line, by_name=False)
     message = repaired(refused.value)
     assert isinstance(message, SessionMessage)
-    assert message.message.id == 7  # type: ignore[union-attr]
+    assert isinstance(message.message, types.JSONRPCRequest)
+    assert message.message.id == 7
     for unreadable in ("not json", json.dumps({"not": "json-rpc"})):
         with pytest.raises(ValidationError) as still:
             types.jsonrpc_message_adapter.validate_json(unreadable, by_name=False)

@@ -162,11 +162,11 @@ def test_writers_adding_one_text_at_once_store_it_once(store_url: str) -> None:
         x = lt.memory.add(kind="fact", content="alpha")
         lt.memory.update(x.id, content="beta")  # so alpha's first id is taken
     for text in ("alpha", "gamma"):
-        results = _at_once(
-            store_url,
-            6,
-            lambda store, _n, text=text: store.memory.get_or_add(kind="fact", content=text),
-        )
+
+        def get_or_add(store: Lantern, _n: int, text: str = text) -> tuple[MemoryRecord, bool]:
+            return store.memory.get_or_add(kind="fact", content=text)
+
+        results = _at_once(store_url, 6, get_or_add)
         assert all(isinstance(pair, tuple) for pair in results), results
         assert len({record.id for record, _created in results}) == 1
         assert sum(created for _record, created in results) == 1

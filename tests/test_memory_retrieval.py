@@ -228,7 +228,9 @@ _A_CURSOR = "c1_WyJhY3RpdmUiLDUwLDAsMTgwMDAwMDAwMCwibWVtXzAwMDAwMDAwMDAwMDAwMDAi
     ],
 )
 def test_bad_filters_are_refused(lt: Lantern, kwargs: dict[str, Any], message: str) -> None:
-    listing = {k: v.replace("c2_", "c1_") if isinstance(v, str) else v for k, v in kwargs.items()}
+    listing: dict[str, Any] = {
+        k: v.replace("c2_", "c1_") if isinstance(v, str) else v for k, v in kwargs.items()
+    }
     with pytest.raises(InvalidInput, match=message):
         lt.memory.list(**listing)
     with pytest.raises(InvalidInput, match=message):

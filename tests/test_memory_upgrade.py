@@ -211,7 +211,9 @@ def test_0006_keeps_every_record_that_says_the_same_and_lists_them(store_url: st
         migrations.upgrade(location, backup=False)
         with engine.connect() as conn:
             assert conn.execute(query).all() == before  # nothing changed, nothing lost
-            held = dict(conn.execute(text("SELECT id, identity_hash FROM memory_records")).all())
+            held: dict[str, str] = dict(
+                conn.execute(text("SELECT id, identity_hash FROM memory_records")).all()
+            )
     finally:
         engine.dispose()
     beta, two = memory_identity("old", "fact", "beta"), memory_identity("old", "fact", "two")
@@ -247,5 +249,7 @@ def test_0006_keeps_every_record_that_says_the_same_and_lists_them(store_url: st
     command.downgrade(migrations.alembic_config(migrations._Options(location=location)), "0005")
     migrations.upgrade(location, backup=False)
     with Lantern.open(store_url) as lt, lt.store.read() as conn:
-        again = dict(conn.execute(text("SELECT id, identity_hash FROM memory_records")).all())
+        again: dict[str, str] = dict(
+            conn.execute(text("SELECT id, identity_hash FROM memory_records")).all()
+        )
     assert again == {**held, alpha.id: memory_identity("old", "fact", "alpha")}

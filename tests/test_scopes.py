@@ -241,12 +241,13 @@ def test_supersede_chains_and_messages_stop_at_the_scopes(confined: Lantern, wor
     # which then resolves to nothing, as the id of a record that no longer exists would.
     replacing = confined.memory.chain(world.replacing_outside.id)
     assert replacing.replaces == (world.predecessor_outside.id,)
-    for attempt in (
+    attempts: list[Callable[[], object]] = [
         lambda: confined.memory.update(replaced.id, priority=1),
         lambda: confined.memory.archive(replaced.id),
         lambda: confined.memory.restore(replaced.id),
         lambda: confined.memory.supersede(replaced.id, content="Again."),
-    ):
+    ]
+    for attempt in attempts:
         with pytest.raises(Conflict) as refused:
             attempt()
         assert world.successor_outside.id not in refused.value.message

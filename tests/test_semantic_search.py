@@ -151,7 +151,7 @@ def test_semantic_ranks_every_record_by_cosine(lt: Lantern, embedded: dict[str, 
     found = lt.memory.search("flat in Lisbon", mode="semantic")
     assert len(found) == len(RECORDS) and found[0].record.id == embedded["lives"]
     similarities = [match.similarity for match in found]
-    assert similarities == sorted(similarities, reverse=True)  # type: ignore[type-var]
+    assert similarities == sorted(similarities, reverse=True)
     assert [m.semantic_rank for m in found] == list(range(1, len(RECORDS) + 1))
     assert all(m.keyword_rank is None and m.mode == "semantic" for m in found)
     assert all(m.score == m.similarity for m in found)
@@ -190,6 +190,7 @@ def test_hybrid_finds_whatever_any_finds(lt: Lantern, embedded: dict[str, str]) 
 def test_filters_and_scopes_hold_in_every_mode(
     lt: Lantern, embedded: dict[str, str], store_url: str
 ) -> None:
+    mode: str | None  # a named mode, or None for the default
     for mode in ("semantic", "hybrid"):
         found = lt.memory.search("Rosa deploy migration", mode=mode, scope="project:*")
         assert found and {m.record.scope for m in found} == {"project:claims"}
@@ -244,6 +245,7 @@ def test_policy_order_lists_the_matches_in_the_list_order(
 
 def test_a_forgotten_record_is_found_by_no_mode(lt: Lantern, embedded: dict[str, str]) -> None:
     gone = embedded["allergic"] if "allergic" in embedded else embedded["is"]
+    mode: str | None  # a named mode, or None for the default
     for mode in ("keyword", "any", "semantic", "hybrid"):
         assert gone in _ids(lt.memory.search("allergic nuts", mode=mode))
     cached = index.load(lt.store, MEMORY, HASHING)
@@ -366,7 +368,9 @@ def test_two_models_never_mix(lt: Lantern, embedded: dict[str, str]) -> None:
     assert len(found) == len(RECORDS)
     assert index.load(lt.store, MEMORY, "other-model-3").dim == 3
     assert index.load(lt.store, MEMORY, HASHING).dim == 256
-    coverage = {m.model: m for m in lt.status().embeddings.models}  # type: ignore[union-attr]
+    embeddings = lt.status().embeddings
+    assert embeddings is not None
+    coverage = {m.model: m for m in embeddings.models}
     assert (coverage[HASHING].records, coverage["other-model-3"].records) == (6, 6)
     # A chunk holds one vector: embedding with another model replaces it.
     lt.evidence.ingest_text("note:b", "Rosa's sister lives in Porto.")

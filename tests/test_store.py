@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -98,7 +99,10 @@ def test_existing_directory_modes_are_left_alone(tmp_path: Path) -> None:
 
 def test_sqlite_settings(db_path: Path) -> None:
     with Lantern.open(db_path) as lt, lt.store.read() as conn:
-        pragma = lambda name: conn.exec_driver_sql(f"PRAGMA {name}").scalar_one()  # noqa: E731
+
+        def pragma(name: str) -> Any:
+            return conn.exec_driver_sql(f"PRAGMA {name}").scalar_one()
+
         assert pragma("journal_mode") == "wal"
         assert pragma("foreign_keys") == 1
         assert pragma("busy_timeout") >= 5000

@@ -22,7 +22,7 @@ from lantern.api import Lantern
 from lantern.evidence.chunking import MIN_TARGET_SIZE, chunk_source
 from lantern.evidence.searchtext import search_text, text_spans
 from lantern.evidence.sourcekinds import detect_kind, parse_transcript
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, CliRun
 
 DATA = REPO_ROOT / "tests" / "data" / "transcripts"
 _WORD = re.compile(r"[^\W_]+")
@@ -111,19 +111,18 @@ def test_chatgpt_chunks_hold_one_conversation(lt: Lantern, tmp_path: Path) -> No
 # --- cut only inside words ---------------------------------------------------------------------
 
 
-def test_a_turn_just_over_the_chunk_size_leaves_no_chunk_of_json(run_cli: object) -> None:
+def test_a_turn_just_over_the_chunk_size_leaves_no_chunk_of_json(run_cli: CliRun) -> None:
     """The time of a turn is not searched: no chunk may hold it alone."""
     turn = {"role": "user", "content": "word " * 37 + "end", "ts": "2023-05-30T17:27:00Z"}
     text = json.dumps(turn) + "\n" + json.dumps({"role": "assistant", "content": "ok"}) + "\n"
-    assert run_cli is not None
-    result = run_cli(  # type: ignore[operator]
+    result = run_cli(
         "ingest", "-", "--uri", "chat:ts", "--kind", "transcript", "--chunk-size", "200",
         input=text,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    found = run_cli("search", "2023", "--mode", "keyword", "--json")  # type: ignore[operator]
+    found = run_cli("search", "2023", "--mode", "keyword", "--json")
     assert found.exit_code == 0 and json.loads(found.output) == []
-    found = run_cli("search", "end", "--mode", "keyword", "--json")  # type: ignore[operator]
+    found = run_cli("search", "end", "--mode", "keyword", "--json")
     [hit] = json.loads(found.output)
     assert "2023" not in hit["snippet"] and hit["snippet"].endswith("«end»")
 
@@ -138,14 +137,15 @@ def _turn(draw: st.DrawFn, shape: str) -> dict[str, object]:
     )
     content = " ".join(draw(words))
     role = draw(st.sampled_from(["user", "assistant", "tool"]))
-    stamp = draw(st.sampled_from(["2023-05-30T17:27:00Z", 1685467620, 1685467620.5]))
+    stamps: list[str | float] = ["2023-05-30T17:27:00Z", 1685467620, 1685467620.5]
+    stamp = draw(st.sampled_from(stamps))
     if shape == "chatgpt":
         parts: list[object] = [content]
         if draw(st.booleans()):
             parts.insert(0, {"content_type": "image_asset_pointer", "asset_pointer": "file-x"})
         if draw(st.booleans()):
             parts.append(" ".join(draw(words)))
-        message = {
+        message: dict[str, object] = {
             "id": "m",
             "author": {"role": role, "name": None, "metadata": {}},
             "create_time": float(stamp) if not isinstance(stamp, str) else None,

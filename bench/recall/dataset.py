@@ -281,10 +281,14 @@ def ingest_transcripts(
     lantern: Lantern, transcripts: Iterable[Transcript], *, target_size: int | None = None
 ) -> dict[str, list[tuple[str, str]]]:
     """Ingest each transcript as kind `transcript`; `(chunk id, chunk text)` by URI, in order."""
-    options = {} if target_size is None else {"target_size": target_size}
     chunks: dict[str, list[tuple[str, str]]] = {}
     for transcript in transcripts:
-        lantern.evidence.ingest_text(transcript.uri, transcript.text, kind="transcript", **options)
+        if target_size is None:
+            lantern.evidence.ingest_text(transcript.uri, transcript.text, kind="transcript")
+        else:
+            lantern.evidence.ingest_text(
+                transcript.uri, transcript.text, kind="transcript", target_size=target_size
+            )
         source = lantern.evidence.get_source(transcript.uri)
         found = source.chunks or ()
         not_turns = [chunk.id for chunk in found if "turns" not in chunk.metadata]

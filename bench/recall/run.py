@@ -34,8 +34,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import dataset
-from dataset import CATEGORIES, DATA, DatasetError, ResolvedQuestion
+# The data set's loader is imported through bench/ as `recall.dataset`, the name the type
+# checker gives it (it reads bench/ as one tree, where `run` is bench/run.py).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from recall import dataset
+from recall.dataset import CATEGORIES, DATA, DatasetError, ResolvedQuestion
 
 from lantern import Lantern
 from lantern.retrieval.fusion import DEPTH as FUSION_DEPTH

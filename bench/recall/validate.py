@@ -20,8 +20,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import dataset
-from dataset import DATA, DatasetError, LoadedData, Question, ResolvedQuestion, Transcript
+# The data set's loader is imported through bench/ as `recall.dataset`, the name the type
+# checker gives it (it reads bench/ as one tree, where `run` is bench/run.py).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from recall import dataset
+from recall.dataset import (
+    DATA,
+    DatasetError,
+    LoadedData,
+    Question,
+    ResolvedQuestion,
+    Transcript,
+)
 
 MIN_QUESTIONS = 100
 MIN_RECORDS = 80

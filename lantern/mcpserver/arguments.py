@@ -40,7 +40,7 @@ def prepare(specs: tuple[ToolSpec, ...]) -> None:
 def check(spec: ToolSpec, args: Mapping[str, Any]) -> Args:
     """The arguments if they satisfy the schema, integral numbers given to integer arguments
     as ints (JSON does not tell 5 from 5.0, and the repository takes only ints there)."""
-    from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+    from jsonschema.exceptions import best_match
 
     error = best_match(_validator(spec).iter_errors(dict(args)))
     if error is not None:
@@ -57,7 +57,7 @@ def check(spec: ToolSpec, args: Mapping[str, Any]) -> Args:
 def _validator(spec: ToolSpec) -> Any:
     found = _VALIDATORS.get(spec.name)
     if found is None:
-        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+        from jsonschema import Draft202012Validator
 
         found = _VALIDATORS[spec.name] = Draft202012Validator(spec.input_schema)
     return found

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any, TextIO
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import ClientSession, StdioServerParameters, stdio_client, types
@@ -24,10 +24,11 @@ from tests.helpers import LANTERN_BIN
 class Mcp:
     portal: BlockingPortal
     session: ClientSession
-    log: IO[str]
+    log: TextIO
 
     def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return self.portal.call(self.session.call_tool, name, arguments)
+        result: types.CallToolResult = self.portal.call(self.session.call_tool, name, arguments)
+        return result
 
     def tools(self) -> list[types.Tool]:
         return list(self.portal.call(self.session.list_tools).tools)
@@ -42,7 +43,7 @@ def text_of(result: types.CallToolResult) -> list[str]:
 
 
 @asynccontextmanager
-async def _session(params: StdioServerParameters, log: IO[str]) -> AsyncIterator[ClientSession]:
+async def _session(params: StdioServerParameters, log: TextIO) -> AsyncIterator[ClientSession]:
     async with (
         stdio_client(params, errlog=log) as (read, write),
         ClientSession(read, write, read_timeout_seconds=120) as session,

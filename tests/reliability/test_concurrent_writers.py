@@ -72,7 +72,9 @@ def test_concurrent_writers_lose_and_duplicate_nothing(
                 created_by_call.add(str(entry["id"]))
             acknowledged += 1
         elif op == "import":
-            for record_id in entry["ids"]:  # type: ignore[attr-defined]
+            ids = entry["ids"]
+            assert isinstance(ids, list)
+            for record_id in ids:
                 expected[str(record_id)] = 50
                 acknowledged += 1
         elif op == "ingest":
@@ -87,7 +89,7 @@ def test_concurrent_writers_lose_and_duplicate_nothing(
                 )
             ).all()
         )
-        created = Counter(
+        created: Counter[str] = Counter(
             dict(
                 conn.execute(
                     select(memory_history.c.record_id, func.count())

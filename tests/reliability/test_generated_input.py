@@ -97,7 +97,9 @@ def corpus(store_url: str) -> Iterator[tuple[Lantern, dict[str, str], dict[str, 
             result = lt.evidence.ingest_text(
                 f"tool://corpus/{word}", f"The {word} notes mention {word} twice."
             )
-            chunk = lt.evidence.get_source(result.source.id).chunks[0]  # type: ignore[index]
+            chunks = lt.evidence.get_source(result.source.id).chunks
+            assert chunks
+            chunk = chunks[0]
             chunk_of[word] = chunk.id
             record_of[word] = lt.memory.add(kind="fact", content=f"Remember the {word} plan.").id
         yield lt, chunk_of, record_of

@@ -102,7 +102,9 @@ def _healthy_store(path: Path, tmp: Path) -> dict[str, str]:
         notes.write_text("# Seed\n\nhostile seed text\n")
         summary = lt.evidence.ingest_path([notes])
         source = summary.sources[0].source
-        chunk = lt.evidence.get_source(source.id).chunks[0]  # type: ignore[index]
+        chunks = lt.evidence.get_source(source.id).chunks
+        assert chunks
+        chunk = chunks[0]
     return {"record": record.id, "source": source.id, "chunk": chunk.id}
 
 

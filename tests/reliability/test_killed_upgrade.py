@@ -91,14 +91,16 @@ def _copy_store(template: Path, path: Path) -> None:
             shutil.copyfile(source, path.with_name(path.name + suffix))
 
 
-def _assert_rows_intact(after: dict[str, object], before: dict[str, object]) -> None:
+def _assert_rows_intact(
+    after: dict[str, list[tuple[object, ...]]], before: dict[str, list[tuple[object, ...]]]
+) -> None:
     """Every legacy row as it was; tables an upgrade adds (entities, for generation 1) empty."""
     assert {table: after[table] for table in before} == before
     assert all(rows == [] for table, rows in after.items() if table not in before)
 
 
 def _check_after_kill(
-    path: Path, generation: int, before: dict[str, object], answers: object
+    path: Path, generation: int, before: dict[str, list[tuple[object, ...]]], answers: object
 ) -> str:
     """Everything the kill may not have broken; the revision the store was found at."""
     with Lantern.open(path, require_current=False, create=False) as lt:

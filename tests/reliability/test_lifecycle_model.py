@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -169,7 +170,7 @@ class LifecycleMachine(RuleBasedStateMachine):
                 self.lt.memory.update(record_id, priority=priority, content=content)
             return record_id
         assert old is not None
-        changes = {
+        changes: dict[str, Any] = {
             name: value
             for name, value in (("priority", priority), ("content", content))
             if value is not None and getattr(old, name) != value
@@ -310,8 +311,11 @@ def test_the_memory_lifecycle_matches_its_model(
         LifecycleMachine.clock = clock
         LifecycleMachine.counts = counts
         started = time.monotonic()
-        # A subclass per test: settings may be given to a machine class only once.
-        machine = type("LifecycleRun", (LifecycleMachine,), {})
+
+        class LifecycleRun(LifecycleMachine):
+            """A subclass per test: settings may be given to a machine class only once."""
+
+        machine = LifecycleRun
         machine.TestCase.settings = settings(
             max_examples=size.model_runs,
             stateful_step_count=size.model_steps,

@@ -150,7 +150,9 @@ def _seed(lt: Lantern) -> list[str]:
     for n, scope in enumerate(["global", "user:ada", "team:a/x"]):
         ids.append(lt.memory.add(kind="fact", content=f"seed {n} alpha", scope=scope).id)
     source = lt.evidence.ingest_text("tool://seed", "# Seed\n\nalpha bravo charlie\n").source
-    chunk = lt.evidence.get_source(source.id).chunks[0]  # type: ignore[index]
+    chunks = lt.evidence.get_source(source.id).chunks
+    assert chunks
+    chunk = chunks[0]
     return [*ids, source.id, chunk.id, f"chunk:{chunk.id}", f"source:{source.id}"]
 
 
