@@ -7,7 +7,7 @@ behaviour, validation and errors as a shell user.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from lantern.boundary import checked
 from lantern.errors import (
     Conflict,
     InvalidInput,
@@ -100,6 +101,7 @@ class EntityView:
         }
 
 
+@checked
 class Lantern:
     """An open store. Use as a context manager, or call `close()`."""
 
@@ -126,7 +128,7 @@ class Lantern:
             self.store, fence=self.scopes.clauses, restricted=self.scopes.restricted
         )
 
-    def entity_show(self, entity: Any, *, limit: int = 20, after: str | None = None) -> EntityView:
+    def entity_show(self, entity: str, *, limit: int = 20, after: str | None = None) -> EntityView:
         """An entity (`KIND:NAME` or its id) with a page of its chunks and of the memory records
         about it (every status, in list order, within `scopes`), `limit` of each.
 
@@ -162,7 +164,11 @@ class Lantern:
         )
 
     def attach_entities(
-        self, entities: Any, *, chunk: str | None = None, memory: str | None = None
+        self,
+        entities: str | Sequence[str],
+        *,
+        chunk: str | None = None,
+        memory: str | None = None,
     ) -> list[LinkChange]:
         """Link entities (`KIND:NAME`, or stored entities' ids) to a chunk or to a memory
         record, whichever is given; one `LinkChange` per entity."""
@@ -172,7 +178,11 @@ class Lantern:
         return self.memory.attach_entities(target, entities)
 
     def detach_entities(
-        self, entities: Any, *, chunk: str | None = None, memory: str | None = None
+        self,
+        entities: str | Sequence[str],
+        *,
+        chunk: str | None = None,
+        memory: str | None = None,
     ) -> list[LinkChange]:
         """Unlink entities from a chunk or a memory record, whichever is given; an entity that
         nothing links any more is removed."""

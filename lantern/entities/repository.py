@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, and_, exists, func, or_, select, tuple_
 
 from lantern import validation
+from lantern.boundary import checked
 from lantern.entities import cursor, links
 from lantern.entities import names as entity_names
 from lantern.entities.extraction import EXTRACTOR_VERSION, extract
@@ -57,6 +58,7 @@ def _unfenced(_dialect: str) -> list[ColumnElement[bool]]:
     return []
 
 
+@checked
 class EntityRepository:
     """Lists and shows entities, links them to chunks, and fills the links of stored chunks."""
 
@@ -93,14 +95,14 @@ class EntityRepository:
         with self._store.read() as conn:
             return [EntitySummary(*row) for row in conn.execute(stmt)]
 
-    def get(self, entity: Any) -> EntitySummary:
+    def get(self, entity: str) -> EntitySummary:
         """One entity (`KIND:NAME` or its id) with its counts; `NotFound` if there is none, or
         none the caller may see."""
         key = entity_names.key(entity)
         with self._store.read() as conn:
             return self._require(conn, key)
 
-    def chunks(self, entity: Any, *, limit: int = 20, after: str | None = None) -> ChunkPage:
+    def chunks(self, entity: str, *, limit: int = 20, after: str | None = None) -> ChunkPage:
         """The chunks that mention an entity, by source URI and then place in the source, one
         page at a time; the page and the cursor that continues it (None on the last page)."""
         key = entity_names.key(entity)
@@ -200,7 +202,7 @@ class EntityRepository:
 
     # --- chunk links ------------------------------------------------------------------------
 
-    def attach(self, chunk_id: str, entity: Any) -> Changes:
+    def attach(self, chunk_id: str, entity: str | Sequence[str]) -> Changes:
         """Link entities (`KIND:NAME`, or a stored entity's id) to a chunk; one `LinkChange`
         per entity, `changed` False where the chunk already had it."""
         keys = _named(entity)
@@ -221,7 +223,7 @@ class EntityRepository:
                 for name in wanted
             ]
 
-    def detach(self, chunk_id: str, entity: Any) -> Changes:
+    def detach(self, chunk_id: str, entity: str | Sequence[str]) -> Changes:
         """Unlink entities from a chunk (`changed` False where it did not have one); an entity
         that nothing links any more is removed with its last link."""
         keys = _named(entity)
@@ -318,7 +320,7 @@ def _require_chunk(conn: Connection, chunk_id: str) -> None:
         raise NotFound(f"no chunk with id {chunk_id!r}")
 
 
-def _named(entity: Any) -> list[entity_names.EntityKey]:
+def _named(entity: str | Sequence[str]) -> list[entity_names.EntityKey]:
     keys = entity_names.keys(entity)
     if not keys:
         raise InvalidInput("name at least one entity (KIND:NAME)")

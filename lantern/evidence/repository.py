@@ -18,11 +18,12 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, or_, select
 
 from lantern import validation
+from lantern.boundary import checked
 from lantern.entities import names as entity_names
 from lantern.errors import InvalidInput, NotFound, Param
 from lantern.evidence import inputs
@@ -77,6 +78,7 @@ BATCH_CHARS = 8_000_000
 Progress = Callable[[int, int], None]
 
 
+@checked
 class EvidenceRepository:
     """Ingests, searches, shows and removes the evidence in one store."""
 
@@ -91,7 +93,7 @@ class EvidenceRepository:
         text: str,
         *,
         kind: str | None = None,
-        metadata: Mapping[str, Any] | str | None = None,
+        metadata: Mapping[str, object] | str | None = None,
         title: str | None = None,
         target_size: int = DEFAULT_TARGET_SIZE,
     ) -> IngestResult:
@@ -133,7 +135,7 @@ class EvidenceRepository:
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
         kind: str | None = None,
-        metadata: Mapping[str, Any] | str | None = None,
+        metadata: Mapping[str, object] | str | None = None,
         target_size: int = DEFAULT_TARGET_SIZE,
         prune: bool = False,
         progress: Progress | None = None,
@@ -213,13 +215,13 @@ class EvidenceRepository:
         *,
         kind: str | Iterable[str] | None = None,
         source: str | Iterable[str] | None = None,
-        since: int | str | None = None,
-        until: int | str | None = None,
+        since: int | float | str | None = None,
+        until: int | float | str | None = None,
         limit: int = DEFAULT_SEARCH_LIMIT,
         raw: bool = False,
         mode: str | None = None,
         model: str | None = None,
-        entity: Any = None,
+        entity: str | Sequence[str] | None = None,
     ) -> SearchResults:
         """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`): a list
         of `SearchHit`s whose `more` says whether other chunks matched past `limit`.

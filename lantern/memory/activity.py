@@ -135,8 +135,8 @@ class MemoryActivity(RepositoryCore):
         *,
         scope: str | Iterable[str] | None = None,
         event: str | Iterable[str] | None = None,
-        since: int | str | None = None,
-        before: int | str | None = None,
+        since: int | float | str | None = None,
+        before: int | float | str | None = None,
         limit: int = 50,
         after: str | int | None = None,
     ) -> Page:

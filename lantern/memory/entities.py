@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import Connection
 
@@ -97,7 +96,7 @@ def _changed(
 class MemoryEntities(RepositoryCore):
     """Attaches entities to records and removes them."""
 
-    def attach_entities(self, record_id: str, entities: Any) -> list[LinkChange]:
+    def attach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
         """Link entities (`KIND:NAME`, or the id of a stored entity) to a record; one
         `LinkChange` per entity, `changed` False where the record already had it."""
         wanted = self._names(entities)
@@ -106,7 +105,7 @@ class MemoryEntities(RepositoryCore):
             resolved = links.resolve(conn, wanted)
             return attach(conn, record, resolved, now())[1]
 
-    def detach_entities(self, record_id: str, entities: Any) -> list[LinkChange]:
+    def detach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
         """Unlink entities from a record; `changed` False where it did not have one."""
         keys = entity_names.keys(entities)
         if not keys:
@@ -115,7 +114,7 @@ class MemoryEntities(RepositoryCore):
             record = require(conn, record_id, self._scopes, for_update=True)
             return detach(conn, record, keys, now())[1]
 
-    def _names(self, entities: Any) -> list[entity_names.EntityKey]:
+    def _names(self, entities: str | Sequence[str]) -> list[entity_names.EntityKey]:
         keys = entity_names.keys(entities)
         if not keys:
             raise _none_given()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ from lantern.retrieval.modes import (
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.engine import now
 from lantern.store.models import memory_records as table
+from lantern.validation import SourceRefs
 
 # Inside the class, `list` names its method.
 DanglingRefs = list[DanglingRef]
@@ -110,12 +111,12 @@ class MemoryReads(RepositoryCore):
         min_priority: int | None = None,
         min_urgency: int | None = None,
         min_confidence: float | None = None,
-        updated_since: int | str | None = None,
-        updated_before: int | str | None = None,
-        expires_before: int | str | None = None,
-        cites: Any = None,
+        updated_since: int | float | str | None = None,
+        updated_before: int | float | str | None = None,
+        expires_before: int | float | str | None = None,
+        cites: SourceRefs | None = None,
         after: str | None = None,
-        entity: Any = None,
+        entity: str | Sequence[str] | None = None,
     ) -> Page:
         """Records in the documented order (see LIST_ORDER), filtered by visible fields only.
 
@@ -142,7 +143,7 @@ class MemoryReads(RepositoryCore):
 
     def citing(
         self,
-        ref: Any,
+        ref: str | Mapping[str, object],
         *,
         through_chunks: bool = False,
         status: str = "all",
@@ -230,12 +231,12 @@ class MemoryReads(RepositoryCore):
         min_priority: int | None = None,
         min_urgency: int | None = None,
         min_confidence: float | None = None,
-        updated_since: int | str | None = None,
-        updated_before: int | str | None = None,
-        expires_before: int | str | None = None,
-        cites: Any = None,
+        updated_since: int | float | str | None = None,
+        updated_before: int | float | str | None = None,
+        expires_before: int | float | str | None = None,
+        cites: SourceRefs | None = None,
         after: str | None = None,
-        entity: Any = None,
+        entity: str | Sequence[str] | None = None,
     ) -> Page:
         """Search over content: `MemoryMatch`es (record, score, higher is better, and origin).
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import Connection
 
 from lantern import validation
+from lantern.boundary import check_fields
 from lantern.entities import links as entity_links
 from lantern.entities import names as entity_names
 from lantern.entities.names import EntityName
@@ -24,7 +25,6 @@ from lantern.errors import (
     LanternError,
     Operation,
     Param,
-    PolicyRefused,
 )
 from lantern.memory import fts, history, identity, refs, vectors
 from lantern.memory.chains import check_supersedable, successor_id
@@ -35,6 +35,7 @@ from lantern.memory.records import MemoryRecord, freeze_refs
 from lantern.memory.rows import require
 from lantern.store.engine import now
 from lantern.store.ids import memory_id, memory_identity
+from lantern.validation import SourceRefs
 
 if TYPE_CHECKING:
     from lantern.embeddings.provider import EmbeddingProvider
@@ -56,11 +57,14 @@ class MemoryWrites(RepositoryCore):
         priority: int = 50,
         confidence: float = 1.0,
         urgency: int = 0,
-        expires_at: int | str | None = None,
+        expires_at: int | float | str | None = None,
         supersedes_id: str | None = None,
-        source_refs: Sequence[Any] | None = None,
+        source_refs: str
+        | Mapping[str, object]
+        | Sequence[str | Mapping[str, object]]
+        | None = None,
         allow_dangling: bool = False,
-        entities: Any = None,
+        entities: str | Sequence[str] | None = None,
     ) -> MemoryRecord:
         """Write a record, or return the identical one already stored (see `get_or_add`)."""
         record, _created = self.get_or_add(
@@ -87,11 +91,14 @@ class MemoryWrites(RepositoryCore):
         priority: int = 50,
         confidence: float = 1.0,
         urgency: int = 0,
-        expires_at: int | str | None = None,
+        expires_at: int | float | str | None = None,
         supersedes_id: str | None = None,
-        source_refs: Sequence[Any] | None = None,
+        source_refs: str
+        | Mapping[str, object]
+        | Sequence[str | Mapping[str, object]]
+        | None = None,
         allow_dangling: bool = False,
-        entities: Any = None,
+        entities: str | Sequence[str] | None = None,
     ) -> tuple[MemoryRecord, bool]:
         """Write a record; `(record, created)`.
 
@@ -157,7 +164,7 @@ class MemoryWrites(RepositoryCore):
 
     def add_many(
         self,
-        records: Iterable[Mapping[str, Any]],
+        records: Iterable[Mapping[str, object]],
         *,
         allow_dangling: bool = False,
         dry_run: bool = False,
@@ -173,29 +180,13 @@ class MemoryWrites(RepositoryCore):
         built: list[MemoryRecord] = []
         wanted: list[list[entity_names.EntityKey]] = []
         for position, fields in enumerate(records):
-            if not isinstance(fields, Mapping):
-                raise InvalidInput(f"record {position}: must be a mapping of add's arguments")
-            if fields.get("supersedes_id") is not None:
-                raise InvalidInput(
-                    f"record {position}: add_many does not supersede; use supersede() for that"
-                )
-            unknown = set(fields) - _ADD_FIELDS
-            if unknown:
-                raise InvalidInput(
-                    f"record {position}: unknown field(s) {', '.join(sorted(unknown))}"
-                )
-            given = dict(fields)
             try:
-                wanted.append(entity_names.keys(given.pop("entities", None)))
-                built.append(_new_record(at, **given))
-            except TypeError as exc:
-                raise InvalidInput(f"record {position}: kind and content are required") from exc
-            except InvalidInput as exc:
-                raise InvalidInput(f"record {position}: {exc.message}") from exc
-            try:
-                self._scopes.check_write(built[-1].scope)
-            except PolicyRefused as exc:
-                raise PolicyRefused(f"record {position}: {exc.message}") from exc
+                record, keys = _batch_record(at, fields)
+                self._scopes.check_write(record.scope)
+            except LanternError as exc:
+                raise exc.at(f"record {position}: ", index=position) from exc
+            built.append(record)
+            wanted.append(keys)
 
         def write(
             conn: Connection, pending: vectors.PendingVectors | None
@@ -266,10 +257,13 @@ class MemoryWrites(RepositoryCore):
         priority: int | None = None,
         urgency: int | None = None,
         confidence: float | None = None,
-        expires_at: int | str | None = None,
+        expires_at: int | float | str | None = None,
         clear_expiry: bool = False,
-        add_refs: Sequence[Any] | None = None,
-        remove_refs: Sequence[Any] | None = None,
+        add_refs: SourceRefs | None = None,
+        remove_refs: str
+        | Mapping[str, object]
+        | Sequence[str | Mapping[str, object]]
+        | None = None,
         allow_dangling: bool = False,
     ) -> MemoryRecord:
         """Revise fields in place: same id, `updated_at` bumped, the change in the history.
@@ -346,11 +340,14 @@ class MemoryWrites(RepositoryCore):
         priority: int | None = None,
         urgency: int | None = None,
         confidence: float | None = None,
-        expires_at: int | str | None = None,
+        expires_at: int | float | str | None = None,
         clear_expiry: bool = False,
-        source_refs: Sequence[Any] | None = None,
+        source_refs: str
+        | Mapping[str, object]
+        | Sequence[str | Mapping[str, object]]
+        | None = None,
         allow_dangling: bool = False,
-        entities: Any = None,
+        entities: str | Sequence[str] | None = None,
     ) -> MemoryRecord:
         """Replace a record: the new one (fields not given are the old one's) gets
         `supersedes_id`, the old one becomes `superseded`, both in one transaction.
@@ -486,7 +483,7 @@ def _field_changes(
     priority: int | None,
     urgency: int | None,
     confidence: float | None,
-    expires_at: int | str | None,
+    expires_at: int | float | str | None,
     clear_expiry: bool,
 ) -> dict[str, Any]:
     """The fields an update asks for, validated."""
@@ -534,9 +531,9 @@ def _new_record(
     priority: int = 50,
     confidence: float = 1.0,
     urgency: int = 0,
-    expires_at: int | str | None = None,
+    expires_at: int | float | str | None = None,
     supersedes_id: str | None = None,
-    source_refs: Sequence[Any] | None = None,
+    source_refs: SourceRefs | None = None,
 ) -> MemoryRecord:
     """A validated, not yet stored record, with the first id its text gives."""
     checked_kind = validation.kind(kind)
@@ -557,6 +554,24 @@ def _new_record(
         supersedes_id=supersedes_id,
         source_refs=freeze_refs(validation.source_refs(source_refs)),
     )
+
+
+def _batch_record(at: int, fields: object) -> tuple[MemoryRecord, list[entity_names.EntityKey]]:
+    """One record of `add_many` checked as `add` checks its arguments, and the entities it
+    names."""
+    if not isinstance(fields, Mapping):
+        raise InvalidInput("must be a mapping of add's arguments")
+    if fields.get("supersedes_id") is not None:
+        raise InvalidInput("add_many does not supersede; use supersede() for that")
+    unknown = set(fields) - _ADD_FIELDS
+    if unknown:
+        raise InvalidInput(f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    if "kind" not in fields or "content" not in fields:
+        raise InvalidInput("kind and content are required")
+    check_fields(MemoryWrites.add, fields)
+    given = dict(fields)
+    keys = entity_names.keys(given.pop("entities", None))
+    return _new_record(at, **given), keys
 
 
 def _edited_refs(
