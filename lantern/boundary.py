@@ -63,6 +63,7 @@ def checked(cls: _C) -> _C:
             setattr(cls, name, staticmethod(_checking(attr.__func__, bound=False)))
         elif inspect.isfunction(attr):
             setattr(cls, name, _checking(attr))
+    cls.__lantern_boundary__ = True  # type: ignore[attr-defined]
     return cls
 
 
