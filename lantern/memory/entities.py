@@ -98,7 +98,17 @@ class MemoryEntities(RepositoryCore):
 
     def attach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
         """Link entities (`KIND:NAME`, or the id of a stored entity) to a record; one
-        `LinkChange` per entity, `changed` False where the record already had it."""
+        `LinkChange` per entity, `changed` False where the record already had it.
+
+        Args:
+            record_id: The record (`mem_...`).
+            entities: One entity or a list of them (at most 1,000), each `KIND:NAME` or a stored
+                entity's id.
+
+        Raises:
+            InvalidInput: No entity, or a malformed one.
+            NotFound: No such record within the scopes, or an entity id that names nothing.
+        """
         wanted = self._names(entities)
         with self._write() as conn:
             record = require(conn, record_id, self._scopes, for_update=True)
@@ -106,7 +116,16 @@ class MemoryEntities(RepositoryCore):
             return attach(conn, record, resolved, now())[1]
 
     def detach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
-        """Unlink entities from a record; `changed` False where it did not have one."""
+        """Unlink entities from a record; `changed` False where it did not have one.
+
+        Args:
+            record_id: The record (`mem_...`).
+            entities: One entity or a list of them, each `KIND:NAME` or a stored entity's id.
+
+        Raises:
+            InvalidInput: No entity, or a malformed one.
+            NotFound: No such record within the scopes.
+        """
         keys = entity_names.keys(entities)
         if not keys:
             raise _none_given()
