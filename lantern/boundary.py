@@ -46,6 +46,7 @@ from typing import IO, Any, Literal, TypeVar, Union, get_args, get_origin
 from lantern.errors import InvalidInput, Param
 
 _C = TypeVar("_C", bound=type)
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 Test = Callable[[object], bool]
 
@@ -65,6 +66,18 @@ def checked(cls: _C) -> _C:
             setattr(cls, name, _checking(attr))
     cls.__lantern_boundary__ = True  # type: ignore[attr-defined]
     return cls
+
+
+def checks_itself(*names: str) -> Callable[[_F], _F]:
+    """Leave the type of these parameters to the method, which refuses a wrong one itself in
+    words its callers already rely on (`ingest_text`'s "text must be a str; got bytes").
+    The test of the boundary holds such a method to the same promise: only `LanternError`s."""
+
+    def mark(func: _F) -> _F:
+        func.__lantern_checks_itself__ = frozenset(names)  # type: ignore[attr-defined]
+        return func
+
+    return mark
 
 
 def _checking(func: Callable[..., Any], *, bound: bool = True) -> Callable[..., Any]:
@@ -100,6 +113,7 @@ def plan_of(func: Callable[..., Any], *, bound: bool = True) -> _Plan:
     signature = inspect.signature(func)
     parameters = list(signature.parameters.values())[1 if bound else 0 :]
     names = _Names(func)
+    own: frozenset[str] = getattr(func, "__lantern_checks_itself__", frozenset())
     rules: dict[str, _Rule] = {}
     positional: list[str] = []
     required_positional = 0
@@ -112,7 +126,7 @@ def plan_of(func: Callable[..., Any], *, bound: bool = True) -> _Plan:
             raise TypeError(f"{func.__qualname__}: {parameter.name} has no annotation")
         if isinstance(annotation, str):
             annotation = eval(annotation, {}, names)
-        rules[parameter.name] = _rule(annotation)
+        rules[parameter.name] = _rule(object if parameter.name in own else annotation)
         needed = parameter.default is parameter.empty
         if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
             positional.append(parameter.name)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import and_, or_, select
 
 from lantern import validation
-from lantern.boundary import checked
+from lantern.boundary import checked, checks_itself
 from lantern.entities import names as entity_names
 from lantern.errors import InvalidInput, NotFound, Param
 from lantern.evidence import inputs
@@ -87,6 +87,7 @@ class EvidenceRepository:
 
     # --- ingest ---------------------------------------------------------------------------
 
+    @checks_itself("text")
     def ingest_text(
         self,
         uri: str,
