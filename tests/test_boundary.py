@@ -42,23 +42,16 @@ def _public_methods(cls: type) -> list[str]:
 
 
 def _surfaces(lt: Lantern) -> dict[str, object]:
-    """The facade and every checked object it exposes as a public attribute."""
+    """The facade and every checked object it exposes as a public attribute (set on the
+    instance, or a property)."""
     found: dict[str, object] = {"lt": lt}
-    for name in dir(type(lt)):
-        if name.startswith("_") or not isinstance(
-            inspect.getattr_static(type(lt), name), property | _cached_property()
-        ):
+    for name in dir(lt):
+        if name.startswith("_"):
             continue
         value = getattr(lt, name)
         if getattr(type(value), "__lantern_boundary__", False):
             found[f"lt.{name}"] = value
     return found
-
-
-def _cached_property() -> type:
-    from functools import cached_property
-
-    return cached_property
 
 
 # --- wrong values, judged from the annotation's text alone ------------------------------------
@@ -124,6 +117,9 @@ def _valid(store: Path, lt: Lantern, record_id: str, chunk_id: str) -> dict[str,
         "scopes": lambda: ScopePolicy.of(None),
         "db": lambda: lt.location.url,
         "read_only": lambda: False,
+        "scope": lambda: "global",
+        "dialect": lambda: "sqlite",
+        "patterns": lambda: None,
     }
 
 
@@ -159,7 +155,9 @@ def test_every_public_method_refuses_wrong_types_with_a_lantern_error(
     escaped: list[str] = []
     unnamed: list[str] = []
     calls = 0
-    for label, target in _surfaces(lt).items():
+    surfaces = _surfaces(lt)
+    assert {"lt", "lt.memory", "lt.evidence", "lt.entities", "lt.scopes"} <= set(surfaces)
+    for label, target in surfaces.items():
         for method_name in _public_methods(type(target)):
             method = getattr(target, method_name)
             parameters = list(inspect.signature(method).parameters.values())
@@ -252,7 +250,7 @@ def test_checked_classes_are_marked() -> None:
     from lantern.evidence.repository import EvidenceRepository
     from lantern.memory.repository import MemoryRepository
 
-    for cls in (Lantern, MemoryRepository, EvidenceRepository, EntityRepository):
+    for cls in (Lantern, MemoryRepository, EvidenceRepository, EntityRepository, ScopePolicy):
         assert getattr(cls, "__lantern_boundary__", False), cls
     assert checked(Lantern) is Lantern  # applying it twice changes nothing
 

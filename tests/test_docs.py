@@ -80,6 +80,7 @@ API_CLASSES = (
     "lantern.memory.repository.MemoryRepository",
     "lantern.evidence.repository.EvidenceRepository",
     "lantern.entities.repository.EntityRepository",
+    "lantern.memory.scopes.ScopePolicy",
 )
 """The facade and the repositories it exposes, as the Python API reference renders them."""
 
