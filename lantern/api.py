@@ -7,7 +7,7 @@ behaviour, validation and errors as a shell user.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from lantern.boundary import checked
 from lantern.errors import (
     Conflict,
     InvalidInput,
@@ -101,6 +102,7 @@ class EntityView:
         }
 
 
+@checked
 class Lantern:
     """An open store. Use as a context manager, or call `close()`."""
 
@@ -127,11 +129,26 @@ class Lantern:
             self.store, fence=self.scopes.clauses, restricted=self.scopes.restricted
         )
 
-    def entity_show(self, entity: Any, *, limit: int = 20, after: str | None = None) -> EntityView:
+    def entity_show(self, entity: str, *, limit: int = 20, after: str | None = None) -> EntityView:
         """An entity (`KIND:NAME` or its id) with a page of its chunks and of the memory records
         about it (every status, in list order, within `scopes`), `limit` of each.
 
         `after` is a page's `next_cursor`: the next page of each list that is not done.
+
+        Args:
+            entity: The entity, as `KIND:NAME` (`person:Ada Lovelace`) or its id (`ent_` and 16 hex
+                digits).
+            limit: At most this many chunks, and this many memory records, on the page (1 to
+                10,000).
+            after: A previous page's `next_cursor`, to continue both lists; None for the first page.
+
+        Returns:
+            The entity with its counts, a page of its chunks and of its records, and the cursor of
+            the next page (None when both lists are done).
+
+        Raises:
+            NotFound: No such entity, or none the caller's scopes may see.
+            InvalidInput: A malformed entity, limit or cursor.
         """
         from lantern.entities import cursor
 
@@ -163,20 +180,57 @@ class Lantern:
         )
 
     def attach_entities(
-        self, entities: Any, *, chunk: str | None = None, memory: str | None = None
+        self,
+        entities: str | Sequence[str],
+        *,
+        chunk: str | None = None,
+        memory: str | None = None,
     ) -> list[LinkChange]:
         """Link entities (`KIND:NAME`, or stored entities' ids) to a chunk or to a memory
-        record, whichever is given; one `LinkChange` per entity."""
+        record, whichever is given; one `LinkChange` per entity.
+
+        Args:
+            entities: One entity or a list of them (at most 1,000), each `KIND:NAME` or a stored
+                entity's id; a `KIND:NAME` not stored yet is created.
+            chunk: The id of the chunk (`chk_...`) to link them to; give this or `memory`.
+            memory: The id of the memory record (`mem_...`) to link them to; give this or `chunk`.
+
+        Returns:
+            One `LinkChange` per entity, `changed` False where the link was already there.
+
+        Raises:
+            InvalidInput: Neither or both of `chunk` and `memory`, no entity, or a malformed one.
+            NotFound: No such chunk or record (or a record outside the scopes), or an entity id that
+                names nothing.
+        """
         kind, target = _link_target(chunk, memory)
         if kind == "chunk":
             return self.entities.attach(target, entities)
         return self.memory.attach_entities(target, entities)
 
     def detach_entities(
-        self, entities: Any, *, chunk: str | None = None, memory: str | None = None
+        self,
+        entities: str | Sequence[str],
+        *,
+        chunk: str | None = None,
+        memory: str | None = None,
     ) -> list[LinkChange]:
         """Unlink entities from a chunk or a memory record, whichever is given; an entity that
-        nothing links any more is removed."""
+        nothing links any more is removed.
+
+        Args:
+            entities: One entity or a list of them, each `KIND:NAME` or a stored entity's id.
+            chunk: The id of the chunk (`chk_...`) to unlink them from; give this or `memory`.
+            memory: The id of the memory record (`mem_...`) to unlink them from; give this or
+                `chunk`.
+
+        Returns:
+            One `LinkChange` per entity, `changed` False where there was no such link.
+
+        Raises:
+            InvalidInput: Neither or both of `chunk` and `memory`, no entity, or a malformed one.
+            NotFound: No such chunk or record, or an entity that is not stored.
+        """
         kind, target = _link_target(chunk, memory)
         if kind == "chunk":
             return self.entities.detach(target, entities)
@@ -211,6 +265,29 @@ class Lantern:
         `clock` is where every operation takes its timestamp, once (integer unix seconds, UTC):
         created, updated and history times, and the "now" expiry is judged at. It defaults to
         the real time; a caller that replays or tests a timeline passes its own.
+
+        Args:
+            db: A SQLite file path, or a database URL (`sqlite:///path`,
+                `postgresql+psycopg://host/db`); None uses `LANTERN_DB`, then the user data
+                directory.
+            require_current: Refuse a store whose schema is behind or ahead of this Lantern; False
+                opens it anyway (to read its status, or upgrade it).
+            create: Create the store where none exists yet; False raises `NoStore` instead.
+            scopes: Scope patterns (exact, or a prefix ending in `*`) that confine `memory` to those
+                scopes, or a `ScopePolicy`; None leaves the store unrestricted.
+            read_only: Refuse every write; a read-only Lantern never creates a store.
+            clock: A callable giving the current time in integer unix seconds (UTC), read once
+                per operation; None, the real time.
+
+        Returns:
+            The open store; close it, or use it as a context manager.
+
+        Raises:
+            NoStore: Nothing is there and `create` is False (or `read_only` is set).
+            SchemaMismatch: The schema is not this Lantern's and `require_current` is set.
+            NotAStore: The file is not a Lantern store.
+            StoreUnreachable: The database server cannot be reached.
+            InvalidInput: The path is a directory, or a scope pattern is malformed.
         """
         policy = scopes if isinstance(scopes, ScopePolicy) else ScopePolicy.of(scopes)
         create = create and not read_only
@@ -249,6 +326,13 @@ class Lantern:
         to its connections, shared by every read-only facade), so a server can give each of
         its clients its own fence at no cost. Closing this Lantern closes them all. A Lantern
         that is itself restricted cannot hand out other scopes.
+
+        Args:
+            scopes: The scopes the new facade may see and write.
+            read_only: Whether the new facade refuses every write.
+
+        Raises:
+            PolicyRefused: This Lantern is itself restricted, to other scopes.
         """
         if self.scopes.restricted and scopes != self.scopes:
             raise PolicyRefused("a scope-restricted store cannot hand out other scopes")
@@ -294,6 +378,13 @@ class Lantern:
 
         It goes through the memory repository, so a scope-restricted Lantern never reveals a
         record outside its scopes through the evidence it cites.
+
+        Args:
+            ref: The evidence, as `TYPE:ID`: `source:src_...`, `chunk:chk_...`, `session:...`.
+            through_chunks: With a `source:ID`, also find the records that cite any of its chunks.
+
+        Returns:
+            At most `CITED_BY_LIMIT` (1,000) record ids.
         """
         page = self.memory.citing(ref, through_chunks=through_chunks, limit=CITED_BY_LIMIT)
         return [record.id for record in page]
@@ -336,6 +427,23 @@ class Lantern:
         finished and the next run resumes; readers are never blocked for long. `progress` is
         called after each batch with the side (`memory` or `sources`), the items looked at and
         the items to look at.
+
+        Args:
+            memory: Embed the memory records.
+            sources: Embed the chunks of the evidence.
+            model: A registered embedding provider's name (`minilm`, `hashing`...); None uses
+                LANTERN_EMBED_MODEL, then the store's default, then `minilm`.
+            progress: Called after each batch with the side (`"memory"` or `"sources"`), the items
+                looked at so far and the items to look at; None reports nothing.
+
+        Returns:
+            The provider and model used, what each side did, and the seconds taken.
+
+        Raises:
+            InvalidInput: Both sides turned off, or an unknown provider.
+            PolicyRefused: The store is open read-only or restricted to scopes.
+            MissingDependency: The provider needs an extra that is not installed.
+            EmbeddingFailed: The model or service could not give vectors.
         """
         self._whole_store("embed")
         if not (memory or sources):
@@ -386,6 +494,21 @@ class Lantern:
 
         Turning embedding on write on checks that the provider it would use can run here, so
         that no later write fails for want of a module. Returns the settings now.
+
+        Args:
+            default_model: A registered embedding provider's name, to make the store's default; None
+                leaves the default as it is.
+            clear_default_model: Remove the store's default (LANTERN_EMBED_MODEL, then `minilm`,
+                apply again); not together with `default_model`.
+            on_write: True to embed every record added or changed and every source ingested, False
+                to stop; None leaves it as it is.
+
+        Returns:
+            The settings now.
+
+        Raises:
+            InvalidInput: An unknown provider, or both a default and its removal.
+            MissingDependency: `on_write` is set and the provider it would use cannot run here.
         """
         self._whole_store("settings")
         from lantern.embeddings.registry import available_providers, resolve_provider
@@ -420,7 +543,18 @@ class Lantern:
         return self.embedding_settings()
 
     def upgrade(self, *, backup: bool = True) -> migrations.UpgradeReport:
-        """Bring the store to the current schema, backing up a SQLite file first."""
+        """Bring the store to the current schema, backing up a SQLite file first.
+
+        Args:
+            backup: Copy a SQLite store's file beside it before migrating (a PostgreSQL store is
+                never copied).
+
+        Returns:
+            The revisions the store went through, and where the backup is.
+
+        Raises:
+            PolicyRefused: The store is open read-only or restricted to scopes.
+        """
         self._whole_store("upgrade")
         if self.store.read_only:
             raise PolicyRefused(f"{self.location.display_url} is open read-only; not upgraded")
@@ -441,7 +575,19 @@ class Lantern:
         return rebuild_indexes(self.store)
 
     def backup(self, target: str | os.PathLike[str], *, force: bool = False) -> BackupReport:
-        """A consistent copy of a live SQLite store at `target` (`lantern db backup`)."""
+        """A consistent copy of a live SQLite store at `target` (`lantern db backup`).
+
+        Args:
+            target: The path of the copy.
+            force: Replace a file that is already at `target`; without it, that is refused.
+
+        Returns:
+            Where the copy is and how large it is.
+
+        Raises:
+            InvalidInput: `target` exists and `force` is not set, or the store is not SQLite.
+            PolicyRefused: The store is restricted to scopes.
+        """
         self._whole_store("backup")
         from lantern.maintenance.backup import backup
 
@@ -464,7 +610,19 @@ class Lantern:
         memories: bool = True,
         evidence: bool = True,
     ) -> TransferReport:
-        """Write the store, or part of it, as JSON Lines (docs/json.md, "Export format")."""
+        """Write the store, or part of it, as JSON Lines (docs/json.md, "Export format").
+
+        Args:
+            out: A binary file object the lines are written to (`open(path, "wb")`,
+                `sys.stdout.buffer`).
+            scope: Only the memory records (and their history) of these scope patterns (exact, or a
+                prefix ending in `*`); None writes every record. Evidence has no scope.
+            memories: Write the memory records, their history and vectors.
+            evidence: Write the sources, chunks, entities and their vectors.
+
+        Returns:
+            How many lines of each type were written.
+        """
         self._whole_store("export")
         from lantern.transfer.jsonl import export_jsonl
 
@@ -472,7 +630,18 @@ class Lantern:
 
     def import_jsonl(self, source: IO[bytes], *, dry_run: bool = False) -> TransferReport:
         """Add what an export holds and the store does not: idempotent, all or nothing; with
-        `dry_run`, say what would be added and write nothing."""
+        `dry_run`, say what would be added and write nothing.
+
+        Args:
+            source: A binary file object holding an export (`open(path, "rb")`).
+            dry_run: Do the whole import and roll it back: the report says what would be added.
+
+        Returns:
+            How many rows of each type were added, and how many were already there.
+
+        Raises:
+            InvalidInput: A line that is not a valid export line; its `line` says which.
+        """
         self._whole_store("import")
         from lantern.transfer.jsonl import import_jsonl
 
@@ -483,7 +652,20 @@ class Lantern:
     ) -> ForeignImport:
         """Import the MCP reference memory server's `memory.jsonl` (its knowledge graph) as
         entities and memory records of `scope`: all or nothing, idempotent
-        (`lantern.transfer.mcpmemory` has the mapping)."""
+        (`lantern.transfer.mcpmemory` has the mapping).
+
+        Args:
+            source: A binary file object holding the `memory.jsonl` (`open(path, "rb")`).
+            scope: The scope of every record made.
+            dry_run: Check and count everything, and write nothing.
+
+        Returns:
+            What was read, added and already present.
+
+        Raises:
+            InvalidInput: A line that is not an entity or relation of the format; its `line` says
+                which.
+        """
         self._whole_store("import")
         from lantern.transfer.mcpmemory import import_graph
 
@@ -491,7 +673,16 @@ class Lantern:
 
     def export_mcp_memory(self, out: IO[bytes], *, scope: str | Iterable[str] | None = None) -> int:
         """Write the active memory records' graph as a `memory.jsonl` of the MCP reference
-        memory server; the number of lines."""
+        memory server; the number of lines.
+
+        Args:
+            out: A binary file object the lines are written to.
+            scope: Only the records of these scope patterns (exact, or a prefix ending in `*`); None
+                writes every active record.
+
+        Returns:
+            The number of lines written.
+        """
         self._whole_store("export")
         from lantern.transfer.mcpmemory import export_graph
 
@@ -501,7 +692,19 @@ class Lantern:
         self, source: IO[bytes], *, scope: str = "global", dry_run: bool = False
     ) -> ForeignImport:
         """Import what mem0's `get_all()` returned, as memory records of the user, agent or
-        run they belong to: all or nothing, idempotent (`lantern.transfer.mem0`)."""
+        run they belong to: all or nothing, idempotent (`lantern.transfer.mem0`).
+
+        Args:
+            source: A binary file object holding the JSON that `get_all()` returned.
+            scope: The scope of the memories that name no user, agent or run.
+            dry_run: Check and count everything, and write nothing.
+
+        Returns:
+            What was read, added and already present (and what was ignored).
+
+        Raises:
+            InvalidInput: A memory that cannot be a record; its `line` says where it is.
+        """
         self._whole_store("import")
         from lantern.transfer.mem0 import import_memories
 
@@ -522,6 +725,11 @@ class Lantern:
         appeared meanwhile), and the temporary one is removed in any case. An empty database
         on a server is set up as `open` does (a dry run there previews on a temporary SQLite
         store).
+
+        Args:
+            db: The store's path or URL, as for `open`; None uses `LANTERN_DB`, then the user data
+                directory.
+            dry_run: The import only previews: a new store is never kept.
         """
         location = resolve(db)
         try:

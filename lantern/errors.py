@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Self
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +67,28 @@ class LanternError(Exception):
     """Root of every error Lantern raises on purpose.
 
     The message is text and `Term`s, joined: `InvalidInput(Param("limit"), " must be ...")`.
+    Where the error arose is also said in attributes, set where it is raised, so that a caller
+    (or an importer that tells a batch's error by the line of its file) never parses the text:
+    `argument`, the parameter or field at fault; `index`, the item of a batch (`add_many`'s
+    record); `line`, the line of an imported file. Each is None where it does not apply.
     """
 
     exit_code = 1
     code = "error"
 
-    def __init__(self, *parts: str | Term) -> None:
+    def __init__(
+        self,
+        *parts: str | Term,
+        argument: str | None = None,
+        index: int | None = None,
+        line: int | None = None,
+    ) -> None:
         self.parts = parts
+        self.reason: tuple[str | Term, ...] = parts
+        """The message without the place it is told at (`at` puts one before it)."""
+        self.argument = argument
+        self.index = index
+        self.line = line
         super().__init__(_one_line("".join(_python(part) for part in parts)))
 
     @property
@@ -87,6 +103,28 @@ class LanternError(Exception):
             part if isinstance(part, str) else (spell(part) or part.python()) for part in self.parts
         ]
         return _one_line("".join(words))
+
+    def at(self, place: str, *, index: int | None = None, line: int | None = None) -> Self:
+        """The same error told at a place: `place` ("record 3: ") before the message, its
+        terms kept (so each surface still says them its own way), `index` or `line` recorded;
+        `reason` stays the message without any place."""
+        located = type(self)(
+            place,
+            *self.parts,
+            argument=self.argument,
+            index=self.index if index is None else index,
+            line=self.line if line is None else line,
+        )
+        located.reason = self.reason
+        return located
+
+    def moved(self, place: str, *, line: int | None = None) -> Self:
+        """The error told at another place instead of the one it has: `place` before its
+        `reason`, `line` recorded and the batch `index` dropped (an importer tells an error of
+        the records it made by the line of its file they came from)."""
+        located = type(self)(place, *self.reason, argument=self.argument, line=line)
+        located.reason = self.reason
+        return located
 
 
 def _python(part: str | Term) -> str:

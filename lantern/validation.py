@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +40,12 @@ SEARCH_ORDERS = ("relevance", "policy")
 
 JSONObject = dict[str, Any]
 """A JSON object as Lantern stores and returns it (metadata, references, every `to_json()`)."""
+
+SourceRef = str | Mapping[str, object]
+"""A reference to evidence: `TYPE:ID` (`chunk:chk_0123456789abcdef`), or a JSON object with a
+string `type` (and whatever else names the evidence), as a mapping or its JSON text."""
+SourceRefs = SourceRef | Sequence[SourceRef]
+"""One reference to evidence, or a list of them."""
 
 MAX_CONTENT_CHARS = 100_000
 MAX_SCOPE_CHARS = 512

@@ -16,7 +16,7 @@ from tests.helpers import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "lantern"
 
-LEAVES = {"lantern.errors", "lantern.validation", "lantern.loading"}
+LEAVES = {"lantern.errors", "lantern.validation", "lantern.loading", "lantern.boundary"}
 """Modules any layer may import."""
 
 SEMANTIC = {"lantern.semantic", "lantern.embeddings"}
@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "lantern.errors": set(),
     "lantern.loading": set(),
     "lantern.validation": {"lantern.errors"},
+    "lantern.boundary": {"lantern.errors"},
     "lantern.retrieval": set(),
     "lantern.embeddings": LEAVES,
     "lantern.store": LEAVES,

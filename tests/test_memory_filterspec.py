@@ -111,11 +111,12 @@ def test_a_wrongly_typed_filter_is_named_in_pythons_words(
 def test_every_filter_refuses_a_value_of_no_type_it_takes(sqlite_lt: Lantern, spec: Filter) -> None:
     """Whatever the filter, a value it cannot take is a `LanternError` naming it, never a
     `TypeError` from deeper down."""
+    wrong: dict[str, Any] = {spec.name: object()}
     with pytest.raises(LanternError) as raised:
         if "python" in spec.surfaces:
-            sqlite_lt.memory.list(**{spec.name: object()})
+            sqlite_lt.memory.list(**wrong)
         else:
-            sqlite_lt.memory.citing("chunk:chk_0123456789abcdef", **{spec.name: object()})
+            sqlite_lt.memory.citing("chunk:chk_0123456789abcdef", **wrong)
     assert raised.value.message.startswith(f"{spec.name} must"), raised.value.message
 
 

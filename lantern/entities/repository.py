@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, and_, exists, func, or_, select, tuple_
 
 from lantern import validation
+from lantern.boundary import checked
 from lantern.entities import cursor, links
 from lantern.entities import names as entity_names
 from lantern.entities.extraction import EXTRACTOR_VERSION, extract
@@ -57,6 +58,7 @@ def _unfenced(_dialect: str) -> list[ColumnElement[bool]]:
     return []
 
 
+@checked
 class EntityRepository:
     """Lists and shows entities, links them to chunks, and fills the links of stored chunks."""
 
@@ -76,7 +78,15 @@ class EntityRepository:
         offset: int = 0,
     ) -> list[EntitySummary]:
         """Entities with their counts: by kind, then name (`order="name"`), or the most linked
-        first (`order="count"`: chunks and records together, then kind and name)."""
+        first (`order="count"`: chunks and records together, then kind and name).
+
+        Args:
+            kind: Only entities of these kinds (`person`, `url`...), one or several; None, every
+                kind.
+            order: `name` or `count`.
+            limit: At most this many entities (1 to 10,000).
+            offset: Skip this many first.
+        """
         kinds = [entity_names.kind(value) for value in _as_list(kind)]
         validation.choice("order", order, LIST_ORDERS)
         checked_limit = validation.limit(limit)
@@ -93,16 +103,29 @@ class EntityRepository:
         with self._store.read() as conn:
             return [EntitySummary(*row) for row in conn.execute(stmt)]
 
-    def get(self, entity: Any) -> EntitySummary:
+    def get(self, entity: str) -> EntitySummary:
         """One entity (`KIND:NAME` or its id) with its counts; `NotFound` if there is none, or
-        none the caller may see."""
+        none the caller may see.
+
+        Args:
+            entity: `KIND:NAME` (`person:Ada Lovelace`) or the entity's id (`ent_...`).
+        """
         key = entity_names.key(entity)
         with self._store.read() as conn:
             return self._require(conn, key)
 
-    def chunks(self, entity: Any, *, limit: int = 20, after: str | None = None) -> ChunkPage:
+    def chunks(self, entity: str, *, limit: int = 20, after: str | None = None) -> ChunkPage:
         """The chunks that mention an entity, by source URI and then place in the source, one
-        page at a time; the page and the cursor that continues it (None on the last page)."""
+        page at a time; the page and the cursor that continues it (None on the last page).
+
+        Args:
+            entity: `KIND:NAME` or the entity's id.
+            limit: At most this many chunks (1 to 10,000).
+            after: A previous page's cursor; None for the first page.
+
+        Raises:
+            NotFound: No such entity, or none the caller may see.
+        """
         key = entity_names.key(entity)
         checked_limit = validation.limit(limit)
         position = None if after is None else cursor.chunk_position(after)
@@ -200,9 +223,19 @@ class EntityRepository:
 
     # --- chunk links ------------------------------------------------------------------------
 
-    def attach(self, chunk_id: str, entity: Any) -> Changes:
+    def attach(self, chunk_id: str, entity: str | Sequence[str]) -> Changes:
         """Link entities (`KIND:NAME`, or a stored entity's id) to a chunk; one `LinkChange`
-        per entity, `changed` False where the chunk already had it."""
+        per entity, `changed` False where the chunk already had it.
+
+        Args:
+            chunk_id: The chunk (`chk_...`).
+            entity: One entity or a list of them (at most 1,000), each `KIND:NAME` or a stored
+                entity's id; a `KIND:NAME` not stored yet is created.
+
+        Raises:
+            InvalidInput: No entity, or a malformed one.
+            NotFound: No such chunk, or an entity id that names nothing.
+        """
         keys = _named(entity)
         with self._store.write() as conn:
             serialize_writers(conn)
@@ -221,9 +254,18 @@ class EntityRepository:
                 for name in wanted
             ]
 
-    def detach(self, chunk_id: str, entity: Any) -> Changes:
+    def detach(self, chunk_id: str, entity: str | Sequence[str]) -> Changes:
         """Unlink entities from a chunk (`changed` False where it did not have one); an entity
-        that nothing links any more is removed with its last link."""
+        that nothing links any more is removed with its last link.
+
+        Args:
+            chunk_id: The chunk (`chk_...`).
+            entity: One entity or a list of them, each `KIND:NAME` or a stored entity's id.
+
+        Raises:
+            InvalidInput: No entity, or a malformed one.
+            NotFound: No such chunk, or an entity that is not stored.
+        """
         keys = _named(entity)
         with self._store.write() as conn:
             serialize_writers(conn)
@@ -257,6 +299,10 @@ class EntityRepository:
         It commits every `EXTRACT_BATCH` chunks, so an interrupted run keeps what it did and
         the next run goes on from there. Links are only added: those a chunk has (the
         caller's, an older version's, a legacy store's) stay.
+
+        Args:
+            progress: Called after each batch with the chunks read so far and the chunks to read;
+                None reports nothing.
         """
         started = time.perf_counter()
         with self._store.read() as conn:
@@ -318,7 +364,7 @@ def _require_chunk(conn: Connection, chunk_id: str) -> None:
         raise NotFound(f"no chunk with id {chunk_id!r}")
 
 
-def _named(entity: Any) -> list[entity_names.EntityKey]:
+def _named(entity: str | Sequence[str]) -> list[entity_names.EntityKey]:
     keys = entity_names.keys(entity)
     if not keys:
         raise InvalidInput("name at least one entity (KIND:NAME)")

@@ -18,11 +18,12 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, or_, select
 
 from lantern import validation
+from lantern.boundary import checked, checks_itself
 from lantern.entities import names as entity_names
 from lantern.errors import InvalidInput, NotFound, Param
 from lantern.evidence import inputs
@@ -77,6 +78,7 @@ BATCH_CHARS = 8_000_000
 Progress = Callable[[int, int], None]
 
 
+@checked
 class EvidenceRepository:
     """Ingests, searches, shows and removes the evidence in one store."""
 
@@ -85,13 +87,14 @@ class EvidenceRepository:
 
     # --- ingest ---------------------------------------------------------------------------
 
+    @checks_itself("text")
     def ingest_text(
         self,
         uri: str,
         text: str,
         *,
         kind: str | None = None,
-        metadata: Mapping[str, Any] | str | None = None,
+        metadata: Mapping[str, object] | str | None = None,
         title: str | None = None,
         target_size: int = DEFAULT_TARGET_SIZE,
     ) -> IngestResult:
@@ -101,6 +104,23 @@ class EvidenceRepository:
         Re-ingesting the same URI follows the rules of `ingest_path`: unchanged text (and
         kind) is left as is; changed text replaces the chunks, keeping the ids of those whose
         text did not change where the format allows (see `lantern.evidence.chunkplan`).
+
+        Args:
+            uri: Where the text comes from (`file:///notes/a.md`, `tool:grep/run-42`); a source is
+                known by it.
+            text: The text itself, at most `MAX_FILE_BYTES` bytes as UTF-8.
+            kind: The source kind (`markdown`, `transcript`, `code`...); None detects it.
+            metadata: A JSON object (a mapping, or its JSON text) stored with the source, beside
+                the `size` Lantern records.
+            title: A title to show for the source; None, none.
+            target_size: The size of a chunk to aim at, in characters (100 to 100,000).
+
+        Returns:
+            The source, its chunks, and whether it was `added`, `updated` or `unchanged`.
+
+        Raises:
+            InvalidInput: An empty or malformed URI, text too large, an unknown kind, metadata that
+                is not a JSON object, a chunk size out of range.
         """
         checked_uri = inputs.uri(uri)
         body = inputs.text(text)
@@ -133,7 +153,7 @@ class EvidenceRepository:
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
         kind: str | None = None,
-        metadata: Mapping[str, Any] | str | None = None,
+        metadata: Mapping[str, object] | str | None = None,
         target_size: int = DEFAULT_TARGET_SIZE,
         prune: bool = False,
         progress: Progress | None = None,
@@ -143,6 +163,25 @@ class EvidenceRepository:
         `kind` forces one kind on every file (else it is detected per file); `metadata` is
         added to every source's. With `prune`, sources under the given directories whose files
         no longer exist are removed afterwards.
+
+        Args:
+            paths: A file or directory, or a list of them; directories are read recursively.
+            include: Gitignore-style patterns, matched against the path relative to the directory
+                given: a file is read when it matches any of them (every file, when there is none).
+            exclude: Gitignore-style patterns of files and directories to leave out (an excluded
+                directory is not entered).
+            kind: The kind of every source; None detects it per file.
+            metadata: A JSON object (a mapping, or its JSON text) added to every source's metadata.
+            target_size: The size of a chunk to aim at, in characters (100 to 100,000).
+            prune: Afterwards, remove the sources under the given directories whose files are gone.
+            progress: Called after each file with the files looked at so far and the files to look
+                at; None reports nothing.
+
+        Returns:
+            What was added, updated, unchanged, skipped (and why) and removed, and the time it took.
+
+        Raises:
+            InvalidInput: No path, a path that does not exist, or a bad kind, metadata or pattern.
         """
         started = time.perf_counter()
         forced_kind = None if kind is None else inputs.kind(kind)
@@ -213,13 +252,13 @@ class EvidenceRepository:
         *,
         kind: str | Iterable[str] | None = None,
         source: str | Iterable[str] | None = None,
-        since: int | str | None = None,
-        until: int | str | None = None,
+        since: int | float | str | None = None,
+        until: int | float | str | None = None,
         limit: int = DEFAULT_SEARCH_LIMIT,
         raw: bool = False,
         mode: str | None = None,
         model: str | None = None,
-        entity: Any = None,
+        entity: str | Sequence[str] | None = None,
     ) -> SearchResults:
         """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`): a list
         of `SearchHit`s whose `more` says whether other chunks matched past `limit`.
@@ -236,6 +275,30 @@ class EvidenceRepository:
         the mode is then `keyword`, the engine's own), and a malformed one raises
         `InvalidInput`. The result's `summary` says which mode ran, with which model, and how
         many chunks it could not compare for want of a vector.
+
+        Args:
+            query: The words to look for (or, with `raw`, the engine's own query).
+            kind: Only chunks of sources of these kinds, one or several; None, every kind.
+            source: Only chunks of these sources, each a source id or a URI prefix; None, every
+                source.
+            since: Only chunks ingested at or after this time (unix seconds or ISO-8601); None, no
+                bound.
+            until: Only chunks ingested before this time; None, no bound.
+            limit: At most this many hits (1 to 10,000).
+            raw: Pass the query to the engine as written (FTS5 or `to_tsquery` syntax).
+            mode: `keyword`, `any`, `semantic` or `hybrid`; None picks `hybrid` or `any` (see
+                above).
+            model: The embedding provider of a semantic or hybrid search; None uses
+                LANTERN_EMBED_MODEL, then the store's default, then `minilm`.
+            entity: Only chunks linked to any of these entities (`KIND:NAME` or an entity id), one
+                or a list; None, no such filter.
+
+        Returns:
+            The hits, best first, with `more` and the search's `summary`.
+
+        Raises:
+            InvalidInput: An unknown mode, a mode with `raw`, a malformed raw query, a filter out of
+                range.
         """
         requested = None
         if mode is not None:
@@ -308,7 +371,17 @@ class EvidenceRepository:
     ) -> EmbedReport:
         """Compute the vectors of `provider`'s model that chunks lack or hold stale, in batches
         that each commit (`lantern.evidence.vectors`): interrupted, it resumes where it stopped
-        when run again."""
+        when run again.
+
+        Args:
+            provider: The embedding provider whose model makes the vectors.
+            progress: Called after each batch with the chunks looked at so far and the chunks to
+                look at; None reports nothing.
+
+        Returns:
+            How many vectors were computed and written, how many were already current, and the time
+            it took.
+        """
         from lantern.evidence.vectors import embed_missing
 
         return embed_missing(self._store, provider, progress=progress)
@@ -329,6 +402,16 @@ class EvidenceRepository:
         more than `PAGE_CHARS` characters of text (at least one chunk, whatever its size), so
         that a page of a large source stays small. `after` continues after the chunk of that
         ordinal: the page's `next_cursor`, which is None when no chunk follows.
+
+        Args:
+            ref: The source's id (`src_...`) or its URI.
+            with_chunks: Include the chunks (False gives the source's fields and counts only).
+            limit: At most this many chunks on the page (1 to 1,000); None gives every chunk.
+            after: The ordinal of the last chunk seen (a page's `next_cursor`); None starts at the
+                first chunk.
+
+        Raises:
+            NotFound: No source with that id or URI.
         """
         size = None if limit is None else validation.limit(limit, maximum=MAX_CHUNK_PAGE)
         start = None if after is None else inputs.ordinal_cursor(after)
@@ -353,7 +436,14 @@ class EvidenceRepository:
         offset: int = 0,
     ) -> Results[Source]:
         """Sources in URI order, with their chunk counts: a list of `Source`s whose `more` says
-        whether others follow past `limit`."""
+        whether others follow past `limit`.
+
+        Args:
+            kind: Only sources of these kinds, one or several; None, every kind.
+            uri_prefix: Only sources whose URI starts with this text; None, every source.
+            limit: At most this many sources (1 to 10,000).
+            offset: Skip this many first.
+        """
         kinds = inputs.filter_values("kind", kind)
         checked_limit = validation.limit(limit)
         stmt = source_select().order_by(sources.c.uri, sources.c.id)
@@ -368,7 +458,15 @@ class EvidenceRepository:
         return Results(found[:checked_limit], more=len(found) > checked_limit)
 
     def get_chunk(self, chunk_ref: str, *, context: int = 0) -> ChunkDetail:
-        """A chunk, its source, and up to `context` chunks on each side of it."""
+        """A chunk, its source, and up to `context` chunks on each side of it.
+
+        Args:
+            chunk_ref: The chunk's id (`chk_...`).
+            context: How many chunks before and after it to include (0 for none).
+
+        Raises:
+            NotFound: No chunk with that id.
+        """
         count = inputs.context(context)
         if not isinstance(chunk_ref, str) or not chunk_ref.strip():
             raise NotFound("a chunk id is required")
@@ -398,6 +496,12 @@ class EvidenceRepository:
         """Delete a source, its chunks and their entity links and embeddings, in one go.
 
         Memory records that cite them keep their references. Returns the source as it was.
+
+        Args:
+            ref: The source's id (`src_...`) or its URI.
+
+        Raises:
+            NotFound: No source with that id or URI.
         """
         with self._store.write() as conn:
             serialize_writers(conn)

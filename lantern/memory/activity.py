@@ -53,7 +53,14 @@ class MemoryActivity(RepositoryCore):
     ) -> MemoryStats:
         """Records by kind, status and scope (the `top` largest scopes), and the history
         entries of each of the last `days` UTC days, today included; of the records of these
-        `scope` patterns only (as for `list`), when given."""
+        `scope` patterns only (as for `list`), when given.
+
+        Args:
+            scope: Only the records of these scope patterns (exact, or a prefix ending in `*`);
+                None, every scope.
+            top: How many of the largest scopes to list (1 to 1,000).
+            days: How many UTC days of changes to count, today included (1 to 366).
+        """
         wanted = ScopePolicy.of(_values(scope)) if _values(scope) else ScopePolicy()
         top = validation.limit(top, field="top", maximum=MAX_TOP)
         days = validation.limit(days, field="days", maximum=MAX_DAYS)
@@ -134,8 +141,8 @@ class MemoryActivity(RepositoryCore):
         *,
         scope: str | Iterable[str] | None = None,
         event: str | Iterable[str] | None = None,
-        since: int | str | None = None,
-        before: int | str | None = None,
+        since: int | float | str | None = None,
+        before: int | float | str | None = None,
         limit: int = 50,
         after: str | int | None = None,
     ) -> Page:
@@ -144,6 +151,18 @@ class MemoryActivity(RepositoryCore):
         `scope` patterns (as for `list`) and `event` names (`HISTORY_EVENTS`) keep entries of
         those scopes and events; `since` and `before` bound the time of the change (`since` <=
         at < `before`). The page's `next_cursor`, given back as `after`, continues after it.
+
+        Args:
+            scope: Only the entries of records of these scope patterns; None, every scope.
+            event: Only these events (`created`, `updated`, `archived`, `restored`, `superseded`,
+                `expired`, `forgotten`), one or several; None, every event.
+            since: Only changes at or after this time (unix seconds or ISO-8601); None, no bound.
+            before: Only changes before this time; None, no bound.
+            limit: At most this many entries (1 to 10,000).
+            after: A previous page's `next_cursor`; None for the first page.
+
+        Returns:
+            A page of history entries, newest first.
         """
         wanted = ScopePolicy.of(_values(scope)) if _values(scope) else ScopePolicy()
         events = tuple(validation.choice("event", e, HISTORY_EVENTS) for e in _values(event))

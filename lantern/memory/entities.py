@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import Connection
 
@@ -96,17 +95,36 @@ def _changed(
 class MemoryEntities(RepositoryCore):
     """Attaches entities to records and removes them."""
 
-    def attach_entities(self, record_id: str, entities: Any) -> list[LinkChange]:
+    def attach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
         """Link entities (`KIND:NAME`, or the id of a stored entity) to a record; one
-        `LinkChange` per entity, `changed` False where the record already had it."""
+        `LinkChange` per entity, `changed` False where the record already had it.
+
+        Args:
+            record_id: The record (`mem_...`).
+            entities: One entity or a list of them (at most 1,000), each `KIND:NAME` or a stored
+                entity's id.
+
+        Raises:
+            InvalidInput: No entity, or a malformed one.
+            NotFound: No such record within the scopes, or an entity id that names nothing.
+        """
         wanted = self._names(entities)
         with self._write() as conn:
             record = require(conn, record_id, self._scopes, for_update=True)
             resolved = links.resolve(conn, wanted)
             return attach(conn, record, resolved, self._store.clock())[1]
 
-    def detach_entities(self, record_id: str, entities: Any) -> list[LinkChange]:
-        """Unlink entities from a record; `changed` False where it did not have one."""
+    def detach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
+        """Unlink entities from a record; `changed` False where it did not have one.
+
+        Args:
+            record_id: The record (`mem_...`).
+            entities: One entity or a list of them, each `KIND:NAME` or a stored entity's id.
+
+        Raises:
+            InvalidInput: No entity, or a malformed one.
+            NotFound: No such record within the scopes.
+        """
         keys = entity_names.keys(entities)
         if not keys:
             raise _none_given()
@@ -114,7 +132,7 @@ class MemoryEntities(RepositoryCore):
             record = require(conn, record_id, self._scopes, for_update=True)
             return detach(conn, record, keys, self._store.clock())[1]
 
-    def _names(self, entities: Any) -> list[entity_names.EntityKey]:
+    def _names(self, entities: str | Sequence[str]) -> list[entity_names.EntityKey]:
         keys = entity_names.keys(entities)
         if not keys:
             raise _none_given()

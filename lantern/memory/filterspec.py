@@ -29,7 +29,7 @@ and the keyword parameter on the methods (the test names a missing one).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,6 +40,7 @@ from lantern.validation import (
     MAX_SCOPE_CHARS,
     MEMORY_KINDS,
     STATUS_FILTERS,
+    SourceRefs,
     kind,
     optional_confidence,
     optional_percent,
@@ -59,9 +60,9 @@ a flag that is given or not (the CLI's type and the web form's input follow from
 Schema = dict[str, Any]
 
 Texts = str | Iterable[str] | None
-Refs = str | dict[str, Any] | Iterable[str | dict[str, Any]] | None
-Entities = str | EntityName | Iterable[str | EntityName] | None
-Time = int | str | None
+Refs = SourceRefs | None
+Entities = str | Sequence[str] | None
+Time = int | float | str | None
 
 
 @dataclass(frozen=True, slots=True)

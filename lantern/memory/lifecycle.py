@@ -26,7 +26,15 @@ class MemoryLifecycle(RepositoryCore):
     """Moves records between statuses, and removes them for good."""
 
     def archive(self, record_id: str) -> MemoryRecord:
-        """Retire a record without deleting it; archiving an archived record changes nothing."""
+        """Retire a record without deleting it; archiving an archived record changes nothing.
+
+        Args:
+            record_id: The record (`mem_...`).
+
+        Raises:
+            NotFound: No such record within the scopes.
+            Conflict: The record is superseded.
+        """
         return self._move(
             record_id,
             event="archived",
@@ -35,7 +43,15 @@ class MemoryLifecycle(RepositoryCore):
         )
 
     def restore(self, record_id: str) -> MemoryRecord:
-        """Make an archived record active again; restoring an active record changes nothing."""
+        """Make an archived record active again; restoring an active record changes nothing.
+
+        Args:
+            record_id: The record (`mem_...`).
+
+        Raises:
+            NotFound: No such record within the scopes.
+            Conflict: The record is superseded.
+        """
         return self._move(
             record_id,
             event="restored",
@@ -65,6 +81,9 @@ class MemoryLifecycle(RepositoryCore):
 
         Lantern never does this on its own: the caller decides when. With `dry_run`, nothing
         changes and the records come back as they are.
+
+        Args:
+            dry_run: Change nothing; return the records that would be archived, as they are.
         """
         at = self._store.clock()
         due = (
@@ -106,6 +125,15 @@ class MemoryLifecycle(RepositoryCore):
         `wal_checkpointed` is False when another connection kept the log in use; the old pages
         then stay in it until the next full checkpoint. A record that superseded this one keeps
         its place, with `supersedes_id` cleared (recorded in its history).
+
+        Args:
+            record_id: The record (`mem_...`).
+
+        Returns:
+            What was removed, and whether the write-ahead log could be truncated.
+
+        Raises:
+            NotFound: No such record within the scopes (or it was forgotten already).
         """
         at = self._store.clock()
         with self._write() as conn:

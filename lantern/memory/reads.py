@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select, bindparam, select, union_all
 
 from lantern import validation
+from lantern.boundary import checks_itself
 from lantern.entities import links as entity_links
 from lantern.entities.records import EntityRef
 from lantern.errors import InvalidInput, Param
@@ -26,7 +27,7 @@ from lantern.memory.cursor import (
     search_fingerprint,
 )
 from lantern.memory.filters import LIST_ORDER, Conditions, MemoryFilter
-from lantern.memory.filterspec import Entities, Refs
+from lantern.memory.filterspec import BY_NAME, CITING, Entities, Refs
 from lantern.memory.records import (
     DanglingRef,
     HistoryEntry,
@@ -63,12 +64,23 @@ class MemoryReads(RepositoryCore):
     """Finds and explains records."""
 
     def get(self, record_id: str) -> MemoryRecord:
-        """The record with this id; `NotFound` if there is none (or it is outside the scopes)."""
+        """The record with this id; `NotFound` if there is none (or it is outside the scopes).
+
+        Args:
+            record_id: The record (`mem_...`).
+        """
         with self._store.read() as conn:
             return require(conn, record_id, self._scopes)
 
     def chain(self, record_id: str) -> MemoryChain:
-        """A record with the records it replaced and those that replaced it, nearest first."""
+        """A record with the records it replaced and those that replaced it, nearest first.
+
+        Args:
+            record_id: Any record of the chain (`mem_...`).
+
+        Raises:
+            NotFound: No such record within the scopes.
+        """
         with self._store.read() as conn:
             record = require(conn, record_id, self._scopes)
             replaces = walk(
@@ -87,6 +99,13 @@ class MemoryReads(RepositoryCore):
         """Every recorded change to a record, oldest first.
 
         Records stored before schema revision 0005 (which added history) start with none.
+
+        Args:
+            record_id: The record (`mem_...`); a forgotten record's id still shows its `forgotten`
+                entry.
+
+        Raises:
+            NotFound: No such record within the scopes, and no history of one.
         """
         with self._store.read() as conn:
             entries = history.read(conn, record_id)
@@ -97,6 +116,7 @@ class MemoryReads(RepositoryCore):
                 require(conn, record_id, self._scopes)
             return entries
 
+    @checks_itself(*BY_NAME)
     def list(
         self,
         *,
@@ -109,9 +129,9 @@ class MemoryReads(RepositoryCore):
         min_priority: int | None = None,
         min_urgency: int | None = None,
         min_confidence: float | None = None,
-        updated_since: int | str | None = None,
-        updated_before: int | str | None = None,
-        expires_before: int | str | None = None,
+        updated_since: int | float | str | None = None,
+        updated_before: int | float | str | None = None,
+        expires_before: int | float | str | None = None,
         cites: Refs = None,
         after: str | None = None,
         entity: Entities = None,
@@ -122,13 +142,42 @@ class MemoryReads(RepositoryCore):
         keeps records citing any of them; `entity` takes entities (`KIND:NAME` or an entity
         id) and keeps records linked to any of them. `after` continues from a page's
         `next_cursor`.
+
+        Args:
+            scope: Only these scopes: one pattern or several, each exact or a prefix ending in `*`
+                (`user:*`); None, every scope.
+            kind: Only these kinds, one or several; None, every kind.
+            status: `active`, `archived`, `superseded`, or `all`.
+            include_expired: Also the active records whose `expires_at` has passed.
+            min_priority: Only records of at least this priority (0 to 100); None, any.
+            min_urgency: Only records of at least this urgency (0 to 100); None, any.
+            min_confidence: Only records of at least this confidence (0.0 to 1.0); None, any.
+            updated_since: Only records updated at or after this time (unix seconds or ISO-8601);
+                None, no bound.
+            updated_before: Only records updated before this time; None, no bound.
+            expires_before: Only records that expire before this time; None, no bound.
+            cites: Only records that cite any of these references (`TYPE:ID`, or an object with a
+                `type` and an `id`), one or a list; None, no such filter.
+            entity: Only records linked to any of these entities (`KIND:NAME` or an entity id), one
+                or a list; None, no such filter.
+
+            limit: At most this many records (1 to 10,000).
+            offset: Skip this many first (not together with `after`).
+            after: A previous page's `next_cursor`, to continue after it; None for the first page.
+
+        Returns:
+            A page of records; its `next_cursor` is None on the last page.
+
+        Raises:
+            InvalidInput: A filter value out of range, or both `offset` and `after`.
         """
         filters = MemoryFilter.build(locals())
         return self._page(filters, limit=limit, offset=offset, after=after)
 
+    @checks_itself(*CITING)
     def citing(
         self,
-        ref: Any,
+        ref: str | Mapping[str, object],
         *,
         through_chunks: bool = False,
         status: str = "all",
@@ -140,6 +189,18 @@ class MemoryReads(RepositoryCore):
 
         Every status and expired records too, by default: this answers "what depends on this
         evidence". With `through_chunks`, a `source:ID` also finds records citing its chunks.
+
+        Args:
+            ref: The evidence, as `TYPE:ID` (`source:src_...`, `chunk:chk_...`, `session:...`) or an
+                object with a `type` and an `id`.
+            through_chunks: With a `source:ID`, also the records that cite any of its chunks.
+            status: `active`, `archived`, `superseded`, or `all`.
+            include_expired: Also the active records whose `expires_at` has passed.
+            limit: At most this many records (1 to 10,000).
+            after: A previous page's `next_cursor`; None for the first page.
+
+        Returns:
+            A page of records; its `next_cursor` is None on the last page.
         """
         filters = MemoryFilter.build(locals(), cites=[ref])
         return self._page(filters, limit=limit, offset=0, after=after)
@@ -197,6 +258,7 @@ class MemoryReads(RepositoryCore):
         records = records[:limit]
         return Page(records, cursor_for(records[-1]) if more and records else None)
 
+    @checks_itself(*BY_NAME)
     def search(
         self,
         query: str,
@@ -213,9 +275,9 @@ class MemoryReads(RepositoryCore):
         min_priority: int | None = None,
         min_urgency: int | None = None,
         min_confidence: float | None = None,
-        updated_since: int | str | None = None,
-        updated_before: int | str | None = None,
-        expires_before: int | str | None = None,
+        updated_since: int | float | str | None = None,
+        updated_before: int | float | str | None = None,
+        expires_before: int | float | str | None = None,
         cites: Refs = None,
         after: str | None = None,
         entity: Entities = None,
@@ -234,6 +296,42 @@ class MemoryReads(RepositoryCore):
         continues the same query, mode, order and filters (see `lantern.memory.cursor` for
         what a change to the store between pages does). The page's `summary` says which mode
         ran, with which model, and how many records it could not compare for want of a vector.
+
+        Args:
+            query: The words to look for.
+            mode: `keyword`, `any`, `semantic` or `hybrid`; None picks `hybrid` or `any` (see
+                above).
+            model: The embedding provider of a semantic or hybrid search; None uses
+                LANTERN_EMBED_MODEL, then the store's default, then `minilm`.
+            order: `relevance` (by score) or `policy` (the list order among the matches).
+            scope: Only these scopes: one pattern or several, each exact or a prefix ending in `*`
+                (`user:*`); None, every scope.
+            kind: Only these kinds, one or several; None, every kind.
+            status: `active`, `archived`, `superseded`, or `all`.
+            include_expired: Also the active records whose `expires_at` has passed.
+            min_priority: Only records of at least this priority (0 to 100); None, any.
+            min_urgency: Only records of at least this urgency (0 to 100); None, any.
+            min_confidence: Only records of at least this confidence (0.0 to 1.0); None, any.
+            updated_since: Only records updated at or after this time (unix seconds or ISO-8601);
+                None, no bound.
+            updated_before: Only records updated before this time; None, no bound.
+            expires_before: Only records that expire before this time; None, no bound.
+            cites: Only records that cite any of these references (`TYPE:ID`, or an object with a
+                `type` and an `id`), one or a list; None, no such filter.
+            entity: Only records linked to any of these entities (`KIND:NAME` or an entity id), one
+                or a list; None, no such filter.
+
+            limit: At most this many matches (1 to 10,000).
+            offset: Skip this many first (not together with `after`).
+            after: A previous page's `next_cursor` for the same search; None for the first page.
+
+        Returns:
+            A page of `MemoryMatch`es; its `summary` says which mode ran, and its `next_cursor` is
+            None on the last page.
+
+        Raises:
+            InvalidInput: An unknown mode or order, a filter value out of range, or a cursor of
+                another search.
         """
         validation.choice("order", order, validation.SEARCH_ORDERS)
         requested = None
@@ -371,6 +469,15 @@ class MemoryReads(RepositoryCore):
         The record's stored vector of that model is used, or its content embedded now when it
         has none. What to do with near duplicates is the caller's decision. The page's
         `summary` counts the active records that have no vector of the model.
+
+        Args:
+            record_id: The record to compare with (`mem_...`).
+            limit: At most this many matches (1 to 10,000).
+            model: The embedding provider; None uses LANTERN_EMBED_MODEL, then the store's default,
+                then `minilm`.
+
+        Raises:
+            NotFound: No such record within the scopes.
         """
         from lantern.memory.semantic import similar_records
         from lantern.semantic.plan import plan_mode
@@ -386,7 +493,14 @@ class MemoryReads(RepositoryCore):
         return similar_records(self, record, plan, conditions, limit, fingerprint)
 
     def entities(self, record_id: str) -> EntityRefs:
-        """The entities a record is linked to, by kind, then name (`memory show`)."""
+        """The entities a record is linked to, by kind, then name (`memory show`).
+
+        Args:
+            record_id: The record (`mem_...`).
+
+        Raises:
+            NotFound: No such record within the scopes.
+        """
         with self._store.read() as conn:
             require(conn, record_id, self._scopes)
             return entity_links.of_record(conn, record_id)

@@ -14,6 +14,7 @@ disagree with the record.
 
 from __future__ import annotations
 
+from lantern.boundary import checked
 from lantern.memory.activity import MemoryActivity
 from lantern.memory.entities import MemoryEntities
 from lantern.memory.lifecycle import MemoryLifecycle
@@ -23,5 +24,6 @@ from lantern.memory.writes import MemoryWrites
 __all__ = ["MemoryRepository"]
 
 
+@checked
 class MemoryRepository(MemoryWrites, MemoryEntities, MemoryLifecycle, MemoryReads, MemoryActivity):
     """Adds, revises, retires, forgets, finds, explains and sums up memory records in one store."""

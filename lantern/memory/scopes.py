@@ -31,12 +31,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lantern import validation
+from lantern.boundary import checked
 from lantern.errors import PolicyRefused
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement
 
 
+@checked
 @dataclass(frozen=True, slots=True)
 class ScopePolicy:
     """The scopes a caller may see; no patterns means the whole store."""
@@ -46,7 +48,16 @@ class ScopePolicy:
 
     @classmethod
     def of(cls, patterns: str | Iterable[str] | None) -> ScopePolicy:
-        """A policy from `--scope` patterns; none at all leaves the store unrestricted."""
+        """A policy from `--scope` patterns; none at all leaves the store unrestricted.
+
+        Args:
+            patterns: One scope pattern or several, each exact (`user:ada`) or a prefix ending in
+                `*` (`user:*`; `\\*` at the end matches a scope that ends in a star); None leaves
+                the store unrestricted.
+
+        Raises:
+            InvalidInput: A malformed pattern.
+        """
         if patterns is None:
             return UNRESTRICTED
         values = [patterns] if isinstance(patterns, str) else list(patterns)
@@ -59,7 +70,11 @@ class ScopePolicy:
 
     def allows(self, scope: str) -> bool:
         """Whether a record of this scope is visible: the same test as `clauses`, in Python,
-        for rows read by id (a prefix range in code point order is `startswith`)."""
+        for rows read by id (a prefix range in code point order is `startswith`).
+
+        Args:
+            scope: A record's scope.
+        """
         if not self.patterns:
             return True
         return any(
@@ -67,7 +82,11 @@ class ScopePolicy:
         )
 
     def clauses(self, dialect: str) -> list[ColumnElement[bool]]:
-        """The WHERE condition on `memory_records.scope` (none when unrestricted)."""
+        """The WHERE condition on `memory_records.scope` (none when unrestricted).
+
+        Args:
+            dialect: The database's dialect name (`sqlite`, `postgresql`).
+        """
         if not self.patterns:
             return []
         from lantern.memory.filters import scope_clause
@@ -75,7 +94,14 @@ class ScopePolicy:
         return [scope_clause(dialect, self.patterns, name="policy")]
 
     def check_write(self, scope: str) -> None:
-        """Refuse to create a record in a scope outside the policy."""
+        """Refuse to create a record in a scope outside the policy.
+
+        Args:
+            scope: The scope of the record about to be written.
+
+        Raises:
+            PolicyRefused: The scope is outside the policy.
+        """
         if not self.allows(scope):
             raise PolicyRefused(
                 f"scope {scope!r} is outside the scopes this store is restricted to "

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import Connection
 
 from lantern import validation
+from lantern.boundary import check_fields
 from lantern.entities import links as entity_links
 from lantern.entities import names as entity_names
 from lantern.entities.names import EntityName
@@ -24,7 +25,6 @@ from lantern.errors import (
     LanternError,
     Operation,
     Param,
-    PolicyRefused,
 )
 from lantern.memory import fts, history, identity, refs, vectors
 from lantern.memory.chains import check_supersedable, successor_id
@@ -34,6 +34,7 @@ from lantern.memory.entities import attach
 from lantern.memory.records import MemoryRecord, freeze_refs
 from lantern.memory.rows import require
 from lantern.store.ids import memory_id, memory_identity
+from lantern.validation import SourceRefs
 
 if TYPE_CHECKING:
     from lantern.embeddings.provider import EmbeddingProvider
@@ -55,13 +56,48 @@ class MemoryWrites(RepositoryCore):
         priority: int = 50,
         confidence: float = 1.0,
         urgency: int = 0,
-        expires_at: int | str | None = None,
+        expires_at: int | float | str | None = None,
         supersedes_id: str | None = None,
-        source_refs: Sequence[Any] | None = None,
+        source_refs: str
+        | Mapping[str, object]
+        | Sequence[str | Mapping[str, object]]
+        | None = None,
         allow_dangling: bool = False,
-        entities: Any = None,
+        entities: str | Sequence[str] | None = None,
     ) -> MemoryRecord:
-        """Write a record, or return the identical one already stored (see `get_or_add`)."""
+        """Write a record, or return the identical one already stored (see `get_or_add`).
+
+        Args:
+            kind: One of `fact`, `preference`, `goal`, `constraint`, `task_state`, `observation`,
+                `hypothesis`.
+            content: What the record says: non-blank text of at most 100,000 characters.
+            scope: Whose or what the record is about (`global`, `user:ada`, `project:lantern`): text
+                of at most 512 characters, without surrounding whitespace or line breaks.
+            priority: How much it matters, 0 to 100 (higher ranks first in listings).
+            confidence: How sure the caller is, 0.0 to 1.0.
+            urgency: How soon it matters, 0 to 100 (ranks after priority).
+            expires_at: When it stops applying: unix seconds (a fraction is dropped) or ISO-8601
+                text (a time without a zone is UTC); None never expires. An expired record is
+                archived by `expire`, and left out of listings until then.
+            supersedes_id: The id of a record this one replaces, which becomes `superseded` in the
+                same transaction; None replaces nothing.
+            source_refs: The evidence it came from: `TYPE:ID` (`chunk:chk_...`, `source:src_...`,
+                `session:...`) or a JSON object with a string `type`, one or a list.
+            allow_dangling: Store `source` and `chunk` references that name nothing stored (they are
+                refused otherwise).
+            entities: Entities to link it to, one or a list, each `KIND:NAME` or a stored entity's
+                id; None links none.
+
+        Returns:
+            The record stored, or the identical one that was already there.
+
+        Raises:
+            InvalidInput: A value out of its range or of the wrong type, or an unresolvable
+                reference.
+            NotFound: `supersedes_id`, or an entity id, names nothing.
+            Conflict: `supersedes_id` names a superseded record.
+            PolicyRefused: The scope is outside this Lantern's scopes, or the store is read-only.
+        """
         record, _created = self.get_or_add(
             kind=kind,
             content=content,
@@ -86,11 +122,14 @@ class MemoryWrites(RepositoryCore):
         priority: int = 50,
         confidence: float = 1.0,
         urgency: int = 0,
-        expires_at: int | str | None = None,
+        expires_at: int | float | str | None = None,
         supersedes_id: str | None = None,
-        source_refs: Sequence[Any] | None = None,
+        source_refs: str
+        | Mapping[str, object]
+        | Sequence[str | Mapping[str, object]]
+        | None = None,
         allow_dangling: bool = False,
-        entities: Any = None,
+        entities: str | Sequence[str] | None = None,
     ) -> tuple[MemoryRecord, bool]:
         """Write a record; `(record, created)`.
 
@@ -107,6 +146,37 @@ class MemoryWrites(RepositoryCore):
 
         `entities` (`KIND:NAME` each, or a stored entity's id) are linked to the record, new
         or already stored (see `lantern.memory.entities`).
+
+        Args:
+            kind: One of `fact`, `preference`, `goal`, `constraint`, `task_state`, `observation`,
+                `hypothesis`.
+            content: What the record says: non-blank text of at most 100,000 characters.
+            scope: Whose or what the record is about (`global`, `user:ada`, `project:lantern`): text
+                of at most 512 characters, without surrounding whitespace or line breaks.
+            priority: How much it matters, 0 to 100 (higher ranks first in listings).
+            confidence: How sure the caller is, 0.0 to 1.0.
+            urgency: How soon it matters, 0 to 100 (ranks after priority).
+            expires_at: When it stops applying: unix seconds (a fraction is dropped) or ISO-8601
+                text (a time without a zone is UTC); None never expires. An expired record is
+                archived by `expire`, and left out of listings until then.
+            supersedes_id: The id of a record this one replaces, which becomes `superseded` in the
+                same transaction; None replaces nothing.
+            source_refs: The evidence it came from: `TYPE:ID` (`chunk:chk_...`, `source:src_...`,
+                `session:...`) or a JSON object with a string `type`, one or a list.
+            allow_dangling: Store `source` and `chunk` references that name nothing stored (they are
+                refused otherwise).
+            entities: Entities to link it to, one or a list, each `KIND:NAME` or a stored entity's
+                id; None links none.
+
+        Returns:
+            The record, and whether this call created it.
+
+        Raises:
+            InvalidInput: A value out of its range or of the wrong type, or an unresolvable
+                reference.
+            NotFound: `supersedes_id`, or an entity id, names nothing.
+            Conflict: `supersedes_id` names a superseded record.
+            PolicyRefused: The scope is outside this Lantern's scopes, or the store is read-only.
         """
         at = self._store.clock()
         wanted = entity_names.keys(entities)
@@ -156,7 +226,7 @@ class MemoryWrites(RepositoryCore):
 
     def add_many(
         self,
-        records: Iterable[Mapping[str, Any]],
+        records: Iterable[Mapping[str, object]],
         *,
         allow_dangling: bool = False,
         dry_run: bool = False,
@@ -167,34 +237,33 @@ class MemoryWrites(RepositoryCore):
         explicit operation), `entities` included. Every record is validated before anything is
         written, so a bad one leaves the store unchanged. Records already stored, or repeated in
         the input, come back unchanged with `created` False, exactly as `get_or_add` does.
+
+        Args:
+            records: Mappings of `add`'s keyword arguments (`kind` and `content` required), read
+                once, in order.
+            allow_dangling: Store `source` and `chunk` references that name nothing stored.
+            dry_run: Check and resolve everything, then roll back: the results say what would be
+                created.
+
+        Returns:
+            `(record, created)` for each mapping, in order.
+
+        Raises:
+            InvalidInput: A record that `add` would refuse, told as `record N: ...` with its `index`
+                (and the `argument` at fault) set; nothing is written.
+            PolicyRefused: A record's scope is outside this Lantern's scopes.
         """
         at = self._store.clock()
         built: list[MemoryRecord] = []
         wanted: list[list[entity_names.EntityKey]] = []
         for position, fields in enumerate(records):
-            if not isinstance(fields, Mapping):
-                raise InvalidInput(f"record {position}: must be a mapping of add's arguments")
-            if fields.get("supersedes_id") is not None:
-                raise InvalidInput(
-                    f"record {position}: add_many does not supersede; use supersede() for that"
-                )
-            unknown = set(fields) - _ADD_FIELDS
-            if unknown:
-                raise InvalidInput(
-                    f"record {position}: unknown field(s) {', '.join(sorted(unknown))}"
-                )
-            given = dict(fields)
             try:
-                wanted.append(entity_names.keys(given.pop("entities", None)))
-                built.append(_new_record(at, **given))
-            except TypeError as exc:
-                raise InvalidInput(f"record {position}: kind and content are required") from exc
-            except InvalidInput as exc:
-                raise InvalidInput(f"record {position}: {exc.message}") from exc
-            try:
-                self._scopes.check_write(built[-1].scope)
-            except PolicyRefused as exc:
-                raise PolicyRefused(f"record {position}: {exc.message}") from exc
+                record, keys = _batch_record(at, fields)
+                self._scopes.check_write(record.scope)
+            except LanternError as exc:
+                raise exc.at(f"record {position}: ", index=position) from exc
+            built.append(record)
+            wanted.append(keys)
 
         def write(
             conn: Connection, pending: vectors.PendingVectors | None
@@ -265,10 +334,13 @@ class MemoryWrites(RepositoryCore):
         priority: int | None = None,
         urgency: int | None = None,
         confidence: float | None = None,
-        expires_at: int | str | None = None,
+        expires_at: int | float | str | None = None,
         clear_expiry: bool = False,
-        add_refs: Sequence[Any] | None = None,
-        remove_refs: Sequence[Any] | None = None,
+        add_refs: SourceRefs | None = None,
+        remove_refs: str
+        | Mapping[str, object]
+        | Sequence[str | Mapping[str, object]]
+        | None = None,
         allow_dangling: bool = False,
     ) -> MemoryRecord:
         """Revise fields in place: same id, `updated_at` bumped, the change in the history.
@@ -277,6 +349,29 @@ class MemoryWrites(RepositoryCore):
         ones change nothing, and an update that changes nothing writes nothing. A content that
         another stored record already says is refused. The record's identity follows its new
         content; its id does not change.
+
+        Args:
+            record_id: The record to revise (`mem_...`).
+            content: The new content; None keeps it.
+            priority: The new priority, 0 to 100; None keeps it.
+            urgency: The new urgency, 0 to 100; None keeps it.
+            confidence: The new confidence, 0.0 to 1.0; None keeps it.
+            expires_at: The new expiry (unix seconds or ISO-8601); None keeps it.
+            clear_expiry: Remove the expiry (not together with `expires_at`).
+            add_refs: References to add (`TYPE:ID` or a JSON object with a string `type`, one or a
+                list); those already there are kept once.
+            remove_refs: References to remove; a `TYPE:ID` removes every stored reference of that
+                type and id.
+            allow_dangling: Add `source` and `chunk` references that name nothing stored.
+
+        Returns:
+            The record as it is now (unchanged when nothing differed).
+
+        Raises:
+            InvalidInput: Nothing to update, a value out of range, or a reference to remove that the
+                record does not have.
+            NotFound: No such record within the scopes.
+            Conflict: The record is superseded, or another record already says the new content.
         """
         changes = _field_changes(content, priority, urgency, confidence, expires_at, clear_expiry)
         adding = validation.source_refs(add_refs)
@@ -345,11 +440,14 @@ class MemoryWrites(RepositoryCore):
         priority: int | None = None,
         urgency: int | None = None,
         confidence: float | None = None,
-        expires_at: int | str | None = None,
+        expires_at: int | float | str | None = None,
         clear_expiry: bool = False,
-        source_refs: Sequence[Any] | None = None,
+        source_refs: str
+        | Mapping[str, object]
+        | Sequence[str | Mapping[str, object]]
+        | None = None,
         allow_dangling: bool = False,
-        entities: Any = None,
+        entities: str | Sequence[str] | None = None,
     ) -> MemoryRecord:
         """Replace a record: the new one (fields not given are the old one's) gets
         `supersedes_id`, the old one becomes `superseded`, both in one transaction.
@@ -359,6 +457,32 @@ class MemoryWrites(RepositoryCore):
         Superseding a superseded record is an error that names its successor. The replacement
         must differ from the old record in scope, kind or content, and no other stored record
         may say the same.
+
+        Args:
+            old_id: The record to replace (`mem_...`).
+            content: The replacement's content; None keeps the old one's.
+            kind: The replacement's kind; None keeps the old one's.
+            scope: The replacement's scope; None keeps the old one's.
+            priority: The replacement's priority, 0 to 100; None keeps the old one's.
+            urgency: The replacement's urgency, 0 to 100; None keeps the old one's.
+            confidence: The replacement's confidence, 0.0 to 1.0; None keeps the old one's.
+            expires_at: The replacement's expiry (unix seconds or ISO-8601); None keeps the old
+                one's.
+            clear_expiry: The replacement never expires (not together with `expires_at`).
+            source_refs: The replacement's references (`TYPE:ID` or a JSON object with a string
+                `type`, one or a list); None keeps the old one's.
+            allow_dangling: Store `source` and `chunk` references that name nothing stored.
+            entities: The replacement's entities (`KIND:NAME` or ids, one or a list); None links the
+                old record's.
+
+        Returns:
+            The replacement, as stored.
+
+        Raises:
+            InvalidInput: A value out of range, or a replacement identical to the old record.
+            NotFound: No such record within the scopes.
+            Conflict: The record is already superseded, or another record says the same.
+            PolicyRefused: The new scope is outside this Lantern's scopes.
         """
         given: dict[str, Any] = {
             "content": None if content is None else validation.content(content),
@@ -452,7 +576,17 @@ class MemoryWrites(RepositoryCore):
     ) -> EmbedReport:
         """Compute the vectors of `provider`'s model that records lack or hold stale (their
         content changed since), in batches that each commit (`lantern.memory.vectors`):
-        interrupted, it resumes where it stopped when run again."""
+        interrupted, it resumes where it stopped when run again.
+
+        Args:
+            provider: The embedding provider whose model makes the vectors.
+            progress: Called after each batch with the records looked at so far and the records to
+                look at; None reports nothing.
+
+        Returns:
+            How many vectors were computed and written, how many were already current, and
+            the time it took.
+        """
         return vectors.embed_missing(self._store, provider, progress=progress)
 
 
@@ -485,7 +619,7 @@ def _field_changes(
     priority: int | None,
     urgency: int | None,
     confidence: float | None,
-    expires_at: int | str | None,
+    expires_at: int | float | str | None,
     clear_expiry: bool,
 ) -> dict[str, Any]:
     """The fields an update asks for, validated."""
@@ -533,9 +667,9 @@ def _new_record(
     priority: int = 50,
     confidence: float = 1.0,
     urgency: int = 0,
-    expires_at: int | str | None = None,
+    expires_at: int | float | str | None = None,
     supersedes_id: str | None = None,
-    source_refs: Sequence[Any] | None = None,
+    source_refs: SourceRefs | None = None,
 ) -> MemoryRecord:
     """A validated, not yet stored record, with the first id its text gives."""
     checked_kind = validation.kind(kind)
@@ -556,6 +690,24 @@ def _new_record(
         supersedes_id=supersedes_id,
         source_refs=freeze_refs(validation.source_refs(source_refs)),
     )
+
+
+def _batch_record(at: int, fields: object) -> tuple[MemoryRecord, list[entity_names.EntityKey]]:
+    """One record of `add_many` checked as `add` checks its arguments, and the entities it
+    names."""
+    if not isinstance(fields, Mapping):
+        raise InvalidInput("must be a mapping of add's arguments")
+    if fields.get("supersedes_id") is not None:
+        raise InvalidInput("add_many does not supersede; use supersede() for that")
+    unknown = set(fields) - _ADD_FIELDS
+    if unknown:
+        raise InvalidInput(f"unknown field(s) {', '.join(sorted(map(str, unknown)))}")
+    if "kind" not in fields or "content" not in fields:
+        raise InvalidInput("kind and content are required")
+    check_fields(MemoryWrites.add, fields)
+    given = dict(fields)
+    keys = entity_names.keys(given.pop("entities", None))
+    return _new_record(at, **given), keys
 
 
 def _edited_refs(

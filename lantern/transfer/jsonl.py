@@ -453,7 +453,7 @@ def import_jsonl(store: Store, source: IO[bytes], *, dry_run: bool = False) -> T
                 try:
                     importer.read_line(number, raw)
                 except InvalidInput as exc:
-                    raise InvalidInput(f"line {number}: {exc.message}") from exc
+                    raise exc.at(f"line {number}: ", line=number) from exc
             if not importer.header_seen:
                 raise InvalidInput("the file is empty: a Lantern export starts with a header line")
             importer.finish()

@@ -89,7 +89,7 @@ def parse(text: str) -> _Graph:
         try:
             _read_line(graph, line, number)
         except InvalidInput as exc:
-            raise InvalidInput(f"line {number}: {exc.message}") from exc
+            raise exc.at(f"line {number}: ", line=number) from exc
     graph.final_newline = text.endswith("\n")
     return graph
 
@@ -145,7 +145,7 @@ def records(graph: _Graph, scope: str) -> list[dict[str, Any]]:
                 "scope": scope,
                 "content": f"{item.name} is {_article(item.type)} {item.type}",
                 "source_refs": [ref],
-                "entities": [item.entity],
+                "entities": [str(item.entity)],
             }
         )
         for index, observation in enumerate(item.observations):
@@ -155,11 +155,11 @@ def records(graph: _Graph, scope: str) -> list[dict[str, Any]]:
                     "scope": scope,
                     "content": f"{item.name}: {observation}",
                     "source_refs": [{"type": REF_TYPE, "entity": item.name, "position": index}],
-                    "entities": [item.entity],
+                    "entities": [str(item.entity)],
                 }
             )
     for position, (start, relation, end) in enumerate(graph.relations):
-        ends = [graph.entities[name].entity for name in (start, end) if name in graph.entities]
+        ends = [str(graph.entities[n].entity) for n in (start, end) if n in graph.entities]
         ref = {"type": REF_TYPE, "from": start, "relationType": relation, "to": end}
         found.append(
             {
@@ -209,16 +209,16 @@ def import_graph(
 
 
 def _located(exc: LanternError, wanted: list[dict[str, Any]], graph: _Graph) -> LanternError:
-    """An error of `add_many` ("record N: ...") told by the line of the file it came from."""
-    found = re.match(r"record (\d+): (.*)", exc.message)
-    if not found or not isinstance(exc, InvalidInput):
+    """An error of `add_many` about one of the records (its `index`), told by the line of the
+    file that record came from (or the relation, for a relation's record)."""
+    if not isinstance(exc, InvalidInput) or exc.index is None:
         return exc
-    record = wanted[int(found[1])]
-    ref = record["source_refs"][0]
+    ref = wanted[exc.index]["source_refs"][0]
     name = ref.get("entity")
     if name in graph.entities:
-        return InvalidInput(f"line {graph.entities[name].line}: {found[2]}")
-    return InvalidInput(f"relation {ref.get('position', 0) + 1}: {found[2]}")
+        line = graph.entities[name].line
+        return exc.moved(f"line {line}: ", line=line)
+    return exc.moved(f"relation {ref.get('position', 0) + 1}: ")
 
 
 # --- export -----------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ import re
 from typing import IO, Any
 
 from lantern import validation
-from lantern.errors import InvalidInput, LanternError
+from lantern.errors import InvalidInput
 from lantern.memory.repository import MemoryRepository
 from lantern.store.engine import Store
 from lantern.transfer.foreign import ForeignImport, read_text, without_vector
@@ -131,7 +131,7 @@ def record(item: object, default_scope: str) -> dict[str, Any]:
             "source_refs": [validation.source_ref(ref)],
         }
     except InvalidInput as exc:
-        raise InvalidInput(f"memory {memory_id}: {exc.message}") from exc
+        raise exc.at(f"memory {memory_id}: ") from exc
 
 
 def _kind(item: dict[str, Any], metadata: dict[str, Any]) -> str:
@@ -162,14 +162,14 @@ def import_memories(
         try:
             wanted.append(record(item, default_scope))
         except InvalidInput as exc:
-            raise InvalidInput(f"line {line}: {exc.message}") from exc
+            raise exc.at(f"line {line}: ", line=line) from exc
     try:
         results = memory.add_many(wanted, allow_dangling=True, dry_run=dry_run)
-    except LanternError as exc:
-        hit = re.match(r"record (\d+): (.*)", exc.message)
-        if hit and isinstance(exc, InvalidInput):
-            raise InvalidInput(f"line {found[int(hit[1])][0]}: {hit[2]}") from exc
-        raise
+    except InvalidInput as exc:
+        if exc.index is None:
+            raise
+        line = found[exc.index][0]
+        raise exc.moved(f"line {line}: ", line=line) from exc
     created = [record.id for record, made in results if made]
     added = len(created)
     return ForeignImport(
