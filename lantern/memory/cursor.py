@@ -68,6 +68,26 @@ class SearchCursor:
     where each hit's rank is computed among all the matches)."""
 
 
+ListKey = tuple[str, int, int, int, str]
+
+
+def list_key(record: MemoryRecord) -> ListKey:
+    """A record's place in the list order, as a tuple that sorts the same way."""
+    return (record.status, -record.priority, -record.urgency, -record.updated_at, record.id)
+
+
+def relevance_start(
+    position: SearchCursor | None, offset: int
+) -> tuple[int, tuple[Any, ...] | None]:
+    """Where a relevance page that is ranked outside the database starts: after `offset`
+    hits, or after the cursor's hit, as a boundary `(-score, *list_key)` in that order."""
+    if position is None or position.score is None:
+        return offset, None
+    key = position.key
+    boundary = (-position.score, key.status, -key.priority, -key.urgency, -key.updated_at, key.id)
+    return position.rank or 0, boundary
+
+
 def cursor_for(record: MemoryRecord) -> str:
     """The cursor that continues a listing after `record`."""
     return LIST_PREFIX + _encode(_keys(record))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,7 @@ from lantern.boundary import checks_itself
 from lantern.entities import links as entity_links
 from lantern.entities.records import EntityRef
 from lantern.errors import InvalidInput, Param
-from lantern.memory import fts, history, refs, search
+from lantern.memory import fts, history, refs, search, topk
 from lantern.memory.chains import successor, walk
 from lantern.memory.core import RepositoryCore
 from lantern.memory.cursor import (
@@ -21,8 +21,10 @@ from lantern.memory.cursor import (
     after_branches,
     branches,
     cursor_for,
+    list_key,
     parse_cursor,
     parse_search_cursor,
+    relevance_start,
     search_cursor_for,
     search_fingerprint,
 )
@@ -367,12 +369,14 @@ class MemoryReads(RepositoryCore):
                 offset,
                 position,
                 fingerprint,
+                filters,
             )
             return SemanticSearch(self, request).run()
         page = self._keyword_search(
             parsed if plan.mode is SearchMode.KEYWORD else parsed.any_of(),
             plan.mode,
             order,
+            filters,
             conditions,
             filters.status == "all",
             limit,
@@ -401,6 +405,7 @@ class MemoryReads(RepositoryCore):
         parsed: ParsedQuery,
         mode: SearchMode,
         order: str,
+        filters: MemoryFilter,
         conditions: Conditions,
         all_statuses: bool,
         limit: int,
@@ -408,6 +413,9 @@ class MemoryReads(RepositoryCore):
         position: SearchCursor | None,
         fingerprint: str,
     ) -> Page:
+        if order == "relevance" and (ready := topk.ready_index(self)) is not None:
+            ranking = topk.ranked(self, ready, parsed, filters, conditions, offset + limit + 1)
+            return self._ranked_page(ranking, mode, limit, offset, position, fingerprint)
         dialect = self._store.dialect
         values = {
             **conditions.values,
@@ -454,6 +462,38 @@ class MemoryReads(RepositoryCore):
         last = matches[-1]
         rank, score = (last.keyword_rank, last.score) if by_relevance else (None, None)
         return Page(matches, search_cursor_for(fingerprint, order, last.record, score, rank))
+
+    def _ranked_page(
+        self,
+        found: Iterator[tuple[MemoryRecord, float]],
+        mode: SearchMode,
+        limit: int,
+        offset: int,
+        position: SearchCursor | None,
+        fingerprint: str,
+    ) -> Page:
+        """A relevance page cut from a ranking made outside the database (`topk.ranked`):
+        after `offset` matches, or after the cursor's match as it ranks now."""
+        start, boundary = relevance_start(position, offset)
+        matches: list[MemoryMatch] = []
+        for rank, (record, score) in enumerate(found, 1):
+            if boundary is not None:
+                if (-score, *list_key(record)) <= boundary:
+                    continue
+            elif rank <= start:
+                continue
+            matches.append(MemoryMatch(record, score, mode.value, keyword_rank=rank))
+            if len(matches) > limit:
+                break
+        more = len(matches) > limit
+        matches = matches[:limit]
+        if not (more and matches):
+            return Page(matches)
+        last = matches[-1]
+        cursor = search_cursor_for(
+            fingerprint, "relevance", last.record, last.score, last.keyword_rank
+        )
+        return Page(matches, cursor)
 
     def similar(
         self,

@@ -26,10 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, exists, func, select
 
-from lantern.memory import fts, search
+from lantern.memory import fts, search, topk
 from lantern.memory.core import RepositoryCore
-from lantern.memory.cursor import SearchCursor, after_branches, search_cursor_for
-from lantern.memory.filters import Conditions
+from lantern.memory.cursor import (
+    SearchCursor,
+    after_branches,
+    list_key,
+    relevance_start,
+    search_cursor_for,
+)
+from lantern.memory.filters import Conditions, MemoryFilter
 from lantern.memory.records import MemoryMatch, MemoryRecord, Page
 from lantern.memory.rows import SCORE_COLUMN, row_to_record
 from lantern.retrieval.fusion import DEPTH, contribution, fuse
@@ -46,13 +52,6 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-ListKey = tuple[str, int, int, int, str]
-
-
-def list_key(record: MemoryRecord) -> ListKey:
-    """A record's place in the list order, as a tuple that sorts the same way."""
-    return (record.status, -record.priority, -record.urgency, -record.updated_at, record.id)
-
 
 @dataclass(frozen=True, slots=True)
 class Request:
@@ -68,6 +67,7 @@ class Request:
     offset: int
     position: SearchCursor | None
     fingerprint: str
+    filters: MemoryFilter
 
 
 class SemanticSearch:
@@ -215,6 +215,11 @@ class SemanticSearch:
     def _keyword(self, depth: int) -> list[tuple[MemoryRecord, float]]:
         """The first `depth` records of the `any` ranking, with their scores."""
         request = self._request
+        if (ready := topk.ready_index(self._core)) is not None:
+            found = topk.ranked(
+                self._core, ready, self._any_query(), request.filters, request.conditions, depth
+            )
+            return list(islice(found, depth))
         dialect = self._dialect
         conditions = request.conditions
         values = {
@@ -269,21 +274,7 @@ class SemanticSearch:
     # --- pages ---------------------------------------------------------------------------
 
     def _start(self) -> tuple[int, tuple[Any, ...] | None]:
-        """Where a relevance page starts: after `offset` hits, or after the cursor's hit (its
-        similarity and list keys, a boundary in the semantic order)."""
-        position = self._request.position
-        if position is None or position.score is None:
-            return self._request.offset, None
-        key = position.key
-        boundary = (
-            -position.score,
-            key.status,
-            -key.priority,
-            -key.urgency,
-            -key.updated_at,
-            key.id,
-        )
-        return position.rank or 0, boundary
+        return relevance_start(self._request.position, self._request.offset)
 
     def _relevance_page(self, matches: list[MemoryMatch], first_rank: int = 0) -> Page:
         request = self._request
@@ -388,7 +379,17 @@ def similar_records(
     provider = plan.provider
     assert provider is not None
     request = Request(
-        plan, record.content, None, "relevance", conditions, False, limit, 0, None, fingerprint
+        plan,
+        record.content,
+        None,
+        "relevance",
+        conditions,
+        False,
+        limit,
+        0,
+        None,
+        fingerprint,
+        MemoryFilter.build(status="active"),
     )
     searcher = SemanticSearch(core, request)
     matches: list[MemoryMatch] = []

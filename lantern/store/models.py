@@ -303,6 +303,27 @@ class MemoryEntity(Base):
     )
 
 
+class IndexFeed(Base):
+    """One change that an index derived beside the store must apply (revision 0010).
+
+    Written by triggers in the writing transaction, never by Python, so no code path can
+    change a record or a vector without the feed saying so (`lantern.indexes.feed`). `seq`
+    never repeats (AUTOINCREMENT) and orders the feed; `model` names the vector's model on
+    the `memory_vector` side.
+    """
+
+    __tablename__ = "index_feed"
+    __table_args__ = (
+        Index("ix_index_feed_side", "side", "seq"),
+        {"sqlite_autoincrement": True},
+    )
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    side: Mapped[str] = mapped_column(Text)
+    item_id: Mapped[str] = mapped_column(Text)
+    model: Mapped[str | None] = mapped_column(Text)
+
+
 def _table(model: type[Base]) -> Table:
     return cast(Table, model.__table__)
 
@@ -320,3 +341,4 @@ memory_history = _table(MemoryHistory)
 memory_refs = _table(MemoryRef)
 memory_embeddings = _table(MemoryEmbedding)
 store_settings = _table(StoreSetting)
+index_feed = _table(IndexFeed)

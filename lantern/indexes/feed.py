@@ -1,0 +1,82 @@
+"""Reading the store's change feed (`index_feed`, revision 0010) for the derived indexes.
+
+Triggers append a row for every change an index reads, in the writing transaction, so what
+the feed says after `seq` is exactly what a copy made at `seq` lacks. An index remembers the
+`seq` it applied and the item named there (its anchor): a feed that has no such row, or names
+another item there, belongs to another store (a file restored over this one, say), and the
+index is rebuilt rather than trusted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, bindparam, distinct, func, select
+
+from lantern.store.models import index_feed as table
+from lantern.store.prepared import Prepared
+
+MEMORY = "memory"
+"""A record inserted, deleted, or changed in content, scope, kind or status."""
+MEMORY_VECTOR = "memory_vector"
+"""A record's vector of one model written, replaced or removed."""
+
+_LAST = Prepared(select(func.max(table.c.seq)).where(table.c.side == bindparam("side")))
+_ITEM_AT = Prepared(select(table.c.item_id).where(table.c.seq == bindparam("seq")))
+_CHANGED = Prepared(
+    select(distinct(table.c.item_id)).where(
+        table.c.side == bindparam("side"),
+        table.c.seq > bindparam("after"),
+        table.c.seq <= bindparam("upto"),
+    )
+)
+_CHANGED_OF_MODEL = Prepared(
+    select(distinct(table.c.item_id)).where(
+        table.c.side == bindparam("side"),
+        table.c.model == bindparam("model"),
+        table.c.seq > bindparam("after"),
+        table.c.seq <= bindparam("upto"),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """How far an index has applied the feed: `seq`, and the item the feed names there."""
+
+    seq: int
+    anchor: str
+
+    @classmethod
+    def now(cls, conn: Connection, side: str) -> Mark:
+        """The feed's last row on this side, as of the connection's snapshot."""
+        seq = int(_LAST.rows(conn, {"side": side})[0][0] or 0)
+        return cls(seq, anchor(conn, seq))
+
+
+START = Mark(0, "")
+"""Before the first row of any feed."""
+
+
+def anchor(conn: Connection, seq: int) -> str:
+    """The item the feed names at `seq` ("" at 0, or when the row is not there)."""
+    if seq <= 0:
+        return ""
+    rows = _ITEM_AT.rows(conn, {"seq": seq})
+    return str(rows[0][0]) if rows else ""
+
+
+def belongs(conn: Connection, mark: Mark, now: Mark) -> bool:
+    """Whether an index at `mark` can be caught up to `now` from this store's feed."""
+    return mark.seq <= now.seq and anchor(conn, mark.seq) == mark.anchor
+
+
+def changed(
+    conn: Connection, side: str, after: int, upto: int, model: str | None = None
+) -> list[str]:
+    """The items changed on this side after `after`, up to `upto` (inclusive), once each."""
+    values = {"side": side, "after": after, "upto": upto}
+    if model is None:
+        return [str(row[0]) for row in _CHANGED.rows(conn, values)]
+    rows = _CHANGED_OF_MODEL.rows(conn, {**values, "model": model})
+    return [str(row[0]) for row in rows]

@@ -1,0 +1,135 @@
+"""Memory search by words through the derived top-k index (`lantern.indexes.words`).
+
+The index ranks; the database decides. The index is asked for its best matches within the
+search's statuses and scope patterns, in rounds (`WordIndex.ranked`), and each round's records
+are read back by id with every filter and the scope policy applied by the database, as a
+semantic search reads its nearest records. So a record outside the filters is never returned
+however the index was built, a narrow filter only makes the search look deeper, and ties of
+score are broken by the list order, as in every memory search.
+
+Used for the relevance order of `keyword` and `any` and for the `any` side of `hybrid`; the
+policy order needs every match and stays in the database. When the store has no index (see
+`lantern.indexes`), or it cannot be caught up right now (another process holds its writer
+past the busy timeout), `None` sends the search to the database, which answers the same
+question more slowly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Select, select
+
+from lantern.indexes import place
+from lantern.memory.core import RepositoryCore
+from lantern.memory.cursor import list_key
+from lantern.memory.filters import Conditions, MemoryFilter
+from lantern.memory.records import MemoryRecord
+from lantern.memory.rows import row_to_record
+from lantern.retrieval.query import ParsedQuery
+from lantern.store.dialect import from_id_list, id_list_value
+from lantern.store.models import memory_records as table
+
+if TYPE_CHECKING:
+    import tantivy
+
+    from lantern.indexes.words import WordIndex
+
+_FIRST_ROUND = 32
+_open: dict[str, WordIndex] = {}
+_lock = threading.Lock()
+
+
+def ready_index(core: RepositoryCore) -> tuple[WordIndex, tantivy.Searcher] | None:
+    """The store's word index caught up to now, with a searcher on it; None to search in the
+    database instead. A small store without an index gets one here."""
+    store = core._store
+    if store.dialect != "sqlite":
+        return None
+    directory = place.directory(store.location)
+    if directory is None:
+        return None
+    from lantern.indexes import words
+
+    if not words.available():
+        return None
+    try:
+        index = _current(core)
+        if index is None:
+            if words.count_records(store) > words.AUTO_BUILD_UP_TO:
+                return None
+            index = _remember(words.build(store, directory))
+        searcher = index.catch_up(store, index.searcher())
+        if searcher is words.STALE:
+            index = _remember(words.build(store, directory))
+            searcher = index.searcher()
+    except (OSError, ValueError):
+        return None  # an index that cannot be read or written here: the database answers
+    if searcher is None:
+        return None
+    return index, searcher
+
+
+def ranked(
+    core: RepositoryCore,
+    ready: tuple[WordIndex, tantivy.Searcher],
+    parsed: ParsedQuery,
+    filters: MemoryFilter,
+    conditions: Conditions,
+    needed: int,
+) -> Iterator[tuple[MemoryRecord, float]]:
+    """The records matching `parsed` that pass the filters and the policy, best score first,
+    then in the list order; looking about `needed` deep first."""
+    index, searcher = ready
+    statuses = None if filters.status == "all" else [filters.status]
+    query = index.query(parsed, statuses=statuses, scopes=[filters.scopes, core._scopes.patterns])
+    if query is None:
+        return
+    for hits in index.ranked(searcher, query, max(_FIRST_ROUND, 2 * needed)):
+        found = _records(core, conditions, [hit.record_id for hit in hits])
+        batch = [(found[hit.record_id], hit.score) for hit in hits if hit.record_id in found]
+        batch.sort(key=lambda pair: (-pair[1], *list_key(pair[0])))
+        yield from batch
+
+
+def _records(
+    core: RepositoryCore, conditions: Conditions, ids: list[str]
+) -> dict[str, MemoryRecord]:
+    dialect = core._store.dialect
+
+    def build() -> Select[Any]:
+        source, by_id = from_id_list(dialect, table, table.c.id, "ids")
+        return (
+            select(table).select_from(source).where(*by_id, *conditions.clauses(), *core._policy())
+        )
+
+    statement = core._prepared(("by-ids", conditions.key), build)
+    values = {**conditions.values, "ids": id_list_value(dialect, ids)}
+    records = (row_to_record(row) for row in core._store.fetch(statement, values))
+    return {record.id: record for record in records}
+
+
+def _current(core: RepositoryCore) -> WordIndex | None:
+    from lantern.indexes import words
+
+    store = core._store
+    directory = place.directory(store.location)
+    if directory is None:
+        return None
+    path = place.current(directory, words.NAME)
+    if path is None:
+        return None
+    with _lock:
+        index = _open.get(str(directory))
+        if index is not None and index.path == path:
+            return index
+    opened = words.open_current(store)
+    return None if opened is None else _remember(opened)
+
+
+def _remember(index: WordIndex) -> WordIndex:
+    with _lock:
+        _open[str(index.directory)] = index
+    return index
