@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, bindparam, distinct, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from lantern.store.models import index_feed as table
 from lantern.store.prepared import Prepared
@@ -24,14 +24,18 @@ MEMORY_VECTOR = "memory_vector"
 _LAST = Prepared(select(func.max(table.c.seq)).where(table.c.side == bindparam("side")))
 _ITEM_AT = Prepared(select(table.c.item_id).where(table.c.seq == bindparam("seq")))
 _CHANGED = Prepared(
-    select(distinct(table.c.item_id)).where(
+    select(table.c.item_id)
+    .distinct()
+    .where(
         table.c.side == bindparam("side"),
         table.c.seq > bindparam("after"),
         table.c.seq <= bindparam("upto"),
     )
 )
 _CHANGED_OF_MODEL = Prepared(
-    select(distinct(table.c.item_id)).where(
+    select(table.c.item_id)
+    .distinct()
+    .where(
         table.c.side == bindparam("side"),
         table.c.model == bindparam("model"),
         table.c.seq > bindparam("after"),

@@ -129,6 +129,19 @@ class WordIndex:
                 clauses.append((must, _scope_query(self._schema, patterns)))
         return tantivy.Query.boolean_query(clauses)
 
+    def score_of(
+        self, searcher: tantivy.Searcher, query: tantivy.Query, record_id: str
+    ) -> float | None:
+        """One record's score for the query as the index ranks it now (None: no match)."""
+        import tantivy
+
+        only = tantivy.Query.const_score_query(
+            tantivy.Query.term_query(self._schema, "id", record_id), 0.0
+        )
+        must = tantivy.Occur.Must
+        found = searcher.search(tantivy.Query.boolean_query([(must, query), (must, only)]), 1)
+        return float(found.hits[0][0]) if found.hits else None
+
     def ranked(
         self, searcher: tantivy.Searcher, query: tantivy.Query, first: int
     ) -> Iterator[list[Hit]]:

@@ -8,7 +8,7 @@ from sqlalchemy import delete, select, update
 
 from lantern.entities import links as entity_links
 from lantern.errors import Conflict, NotFound, PolicyRefused
-from lantern.memory import fts, history, identity, vectors
+from lantern.memory import fts, history, identity, topk, vectors
 from lantern.memory.chains import successor_id
 from lantern.memory.changes import set_status
 from lantern.memory.core import RepositoryCore
@@ -176,6 +176,7 @@ class MemoryLifecycle(RepositoryCore):
             identity.release(conn, identity.of(record))
             history.forget(conn, record, at)
             fts.merge_all(conn)
+        topk.rebuild_after_forget(self)
         checkpointed = self._truncate_wal() if self._store.dialect == "sqlite" else None
         return ForgetReport(id=record_id, forgotten_at=at, wal_checkpointed=checkpointed)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -414,7 +414,7 @@ class MemoryReads(RepositoryCore):
         fingerprint: str,
     ) -> Page:
         if order == "relevance" and (ready := topk.ready_index(self)) is not None:
-            ranking = topk.ranked(self, ready, parsed, filters, conditions, offset + limit + 1)
+            ranking = topk.Ranking(self, ready, parsed, filters, conditions)
             return self._ranked_page(ranking, mode, limit, offset, position, fingerprint)
         dialect = self._store.dialect
         values = {
@@ -465,18 +465,21 @@ class MemoryReads(RepositoryCore):
 
     def _ranked_page(
         self,
-        found: Iterator[tuple[MemoryRecord, float]],
+        ranking: topk.Ranking,
         mode: SearchMode,
         limit: int,
         offset: int,
         position: SearchCursor | None,
         fingerprint: str,
     ) -> Page:
-        """A relevance page cut from a ranking made outside the database (`topk.ranked`):
-        after `offset` matches, or after the cursor's match as it ranks now."""
+        """A relevance page cut from a ranking made outside the database (`topk.Ranking`):
+        after `offset` matches, or after the cursor's match as it ranks now (every write
+        moves the scores), else where it ranked."""
         start, boundary = relevance_start(position, offset)
+        if position is not None and (now := ranking.now(position.key.id)) is not None:
+            boundary = (-now[1], *list_key(now[0]))
         matches: list[MemoryMatch] = []
-        for rank, (record, score) in enumerate(found, 1):
+        for rank, (record, score) in enumerate(ranking.records(start + limit + 1), 1):
             if boundary is not None:
                 if (-score, *list_key(record)) <= boundary:
                     continue

@@ -216,10 +216,10 @@ class SemanticSearch:
         """The first `depth` records of the `any` ranking, with their scores."""
         request = self._request
         if (ready := topk.ready_index(self._core)) is not None:
-            found = topk.ranked(
-                self._core, ready, self._any_query(), request.filters, request.conditions, depth
+            ranking = topk.Ranking(
+                self._core, ready, self._any_query(), request.filters, request.conditions
             )
-            return list(islice(found, depth))
+            return list(islice(ranking.records(depth), depth))
         dialect = self._dialect
         conditions = request.conditions
         values = {

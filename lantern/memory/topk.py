@@ -72,26 +72,62 @@ def ready_index(core: RepositoryCore) -> tuple[WordIndex, tantivy.Searcher] | No
     return index, searcher
 
 
-def ranked(
-    core: RepositoryCore,
-    ready: tuple[WordIndex, tantivy.Searcher],
-    parsed: ParsedQuery,
-    filters: MemoryFilter,
-    conditions: Conditions,
-    needed: int,
-) -> Iterator[tuple[MemoryRecord, float]]:
-    """The records matching `parsed` that pass the filters and the policy, best score first,
-    then in the list order; looking about `needed` deep first."""
-    index, searcher = ready
-    statuses = None if filters.status == "all" else [filters.status]
-    query = index.query(parsed, statuses=statuses, scopes=[filters.scopes, core._scopes.patterns])
-    if query is None:
+class Ranking:
+    """One search's ranking in the word index: its records that pass the filters and the
+    policy, best score first, then in the list order."""
+
+    def __init__(
+        self,
+        core: RepositoryCore,
+        ready: tuple[WordIndex, tantivy.Searcher],
+        parsed: ParsedQuery,
+        filters: MemoryFilter,
+        conditions: Conditions,
+    ) -> None:
+        self._core = core
+        self._index, self._searcher = ready
+        self._conditions = conditions
+        statuses = None if filters.status == "all" else [filters.status]
+        scopes = [filters.scopes, core._scopes.patterns]
+        self._query = self._index.query(parsed, statuses=statuses, scopes=scopes)
+
+    def records(self, needed: int) -> Iterator[tuple[MemoryRecord, float]]:
+        """The ranking, looking about `needed` deep first and deeper as the filters need."""
+        if self._query is None:
+            return
+        rounds = self._index.ranked(self._searcher, self._query, max(_FIRST_ROUND, 2 * needed))
+        for hits in rounds:
+            found = _records(self._core, self._conditions, [hit.record_id for hit in hits])
+            batch = [(found[hit.record_id], hit.score) for hit in hits if hit.record_id in found]
+            batch.sort(key=lambda pair: (-pair[1], *list_key(pair[0])))
+            yield from batch
+
+    def now(self, record_id: str) -> tuple[MemoryRecord, float] | None:
+        """A record as it is and ranks now, if it still passes the filters and matches."""
+        if self._query is None:
+            return None
+        score = self._index.score_of(self._searcher, self._query, record_id)
+        if score is None:
+            return None
+        found = _records(self._core, self._conditions, [record_id])
+        return (found[record_id], score) if record_id in found else None
+
+
+def rebuild_after_forget(core: RepositoryCore) -> None:
+    """Build the store's word index again, if it has one, so that a forgotten record's words
+    leave the disk now rather than at the next search (tantivy keeps a deleted document's
+    words in its segments until they merge). If this fails or is killed, the next search finds
+    the index behind a forget and rebuilds it then."""
+    store = core._store
+    directory = place.directory(store.location)
+    if directory is None or _current(core) is None:
         return
-    for hits in index.ranked(searcher, query, max(_FIRST_ROUND, 2 * needed)):
-        found = _records(core, conditions, [hit.record_id for hit in hits])
-        batch = [(found[hit.record_id], hit.score) for hit in hits if hit.record_id in found]
-        batch.sort(key=lambda pair: (-pair[1], *list_key(pair[0])))
-        yield from batch
+    from lantern.indexes import words
+
+    try:
+        _remember(words.build(store, directory))
+    except (OSError, ValueError):
+        return
 
 
 def _records(
