@@ -67,6 +67,9 @@ class StoreStatus:
     needs_upgrade: bool
     embeddings: Coverage | None = None
     """Embedding settings and coverage per model; None on a store that needs an upgrade."""
+    word_index: dict[str, Any] | None = None
+    """The derived word index beside the store (`lantern.indexes.words.status`); None on a
+    store that needs an upgrade."""
 
     def to_json(self) -> dict[str, Any]:
         """The status as `db status --json` prints it."""
@@ -79,6 +82,7 @@ class StoreStatus:
             "legacy_generation": self.legacy_generation,
             "needs_upgrade": self.needs_upgrade,
             "embeddings": None if self.embeddings is None else self.embeddings.to_json(),
+            "word_index": self.word_index,
         }
 
 
@@ -394,12 +398,14 @@ class Lantern:
         current store, its embedding settings and how many records and chunks have vectors of
         each model."""
         state = _state(self.store)
-        found = None
+        found = word_index = None
         if not state.needs_upgrade and not state.empty and not self.scopes.restricted:
+            from lantern.indexes import words
             from lantern.semantic.coverage import coverage
 
             with self.store.read() as conn:
                 found = coverage(conn)
+            word_index = words.status(self.store)
         return StoreStatus(
             url=self.location.display_url,
             path=self.location.path,
@@ -409,6 +415,7 @@ class Lantern:
             legacy_generation=state.legacy_generation,
             needs_upgrade=state.needs_upgrade,
             embeddings=found,
+            word_index=word_index,
         )
 
     def embed(

@@ -32,8 +32,9 @@ ALLOWED: dict[str, set[str]] = {
     "lantern.store": LEAVES,
     "lantern.entities": LEAVES | {"lantern.store"},
     "lantern.semantic": LEAVES | {"lantern.store", "lantern.retrieval", "lantern.embeddings"},
+    "lantern.indexes": LEAVES | {"lantern.store", "lantern.retrieval"},
     "lantern.memory": LEAVES
-    | {"lantern.store", "lantern.retrieval", "lantern.entities", *SEMANTIC},
+    | {"lantern.store", "lantern.retrieval", "lantern.entities", "lantern.indexes", *SEMANTIC},
     "lantern.evidence": LEAVES
     | {"lantern.store", "lantern.retrieval", "lantern.entities", *SEMANTIC},
     "lantern.maintenance": LEAVES
@@ -43,6 +44,7 @@ ALLOWED: dict[str, set[str]] = {
         "lantern.entities",
         "lantern.memory",
         "lantern.evidence",
+        "lantern.indexes",
         *SEMANTIC,
     },
     "lantern.transfer": LEAVES
@@ -59,6 +61,7 @@ ALLOWED: dict[str, set[str]] = {
         "lantern.store",
         "lantern.retrieval",
         "lantern.entities",
+        "lantern.indexes",
         "lantern.memory",
         "lantern.evidence",
         "lantern.maintenance",

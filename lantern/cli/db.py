@@ -38,11 +38,30 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         if key == "embeddings" and isinstance(value, dict):
             _show_embeddings(value)
             continue
+        if key == "word_index" and isinstance(value, dict):
+            click.echo(f"{key + ':':<19}{_word_index_line(value)}")
+            continue
         click.echo(f"{key + ':':<19}{_shown(value)}")
 
 
 def _shown(value: object) -> object:
     return "-" if value is None else str(value).lower() if isinstance(value, bool) else value
+
+
+_WORD_INDEX_STATES = {
+    "current": "current",
+    "behind": "behind by {behind_by} changes (caught up at the next search)",
+    "stale": "stale (rebuilt at the next search, or by lantern db rebuild-index)",
+    "absent": "none yet (lantern db rebuild-index builds one; searches run in the database)",
+    "unavailable": "none (searches run in the database; pip install 'lantern[index]' for one)",
+}
+
+
+def _word_index_line(found: dict[str, Any]) -> str:
+    line = _WORD_INDEX_STATES[found["state"]].format(**found)
+    if found["records"] is not None:
+        line += f", {counted(found['records'], 'record')}, {found['size_bytes']} bytes"
+    return line
 
 
 def _show_embeddings(found: dict[str, Any]) -> None:

@@ -30,13 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from lantern.indexes import feed, place
 from lantern.indexes.feed import Mark
 from lantern.retrieval.query import ParsedQuery
 from lantern.store.engine import Store, busy_timeout
 from lantern.store.models import memory_records as records
+from lantern.validation import JSONObject
 
 if TYPE_CHECKING:
     import tantivy
@@ -204,6 +205,21 @@ class WordIndex:
                     writer.rollback()
         return self.searcher()
 
+    def holds(self, searcher: tantivy.Searcher, record_id: str, scope: str, state: str) -> bool:
+        """Whether the index holds exactly one document of this record, in this scope and
+        status."""
+        import tantivy
+
+        must = tantivy.Occur.Must
+        query = tantivy.Query.boolean_query(
+            [
+                (must, tantivy.Query.term_query(self._schema, "id", record_id)),
+                (must, tantivy.Query.term_query(self._schema, "scope", scope)),
+                (must, tantivy.Query.term_query(self._schema, "status", state)),
+            ]
+        )
+        return len(searcher.search(query, 2).hits) == 1
+
     def documents(self, searcher: tantivy.Searcher) -> int:
         """Records in this generation (the feed document left out)."""
         return int(searcher.num_docs) - 1
@@ -244,8 +260,6 @@ def build(store: Store, directory: Path) -> WordIndex:
 
 
 def count_records(store: Store) -> int:
-    from sqlalchemy import func
-
     with store.read() as conn:
         return int(conn.execute(select(func.count()).select_from(records)).scalar_one())
 
@@ -367,3 +381,75 @@ def _scope_query(schema: tantivy.Schema, patterns: Sequence[tuple[str, bool]]) -
     if exact:
         clauses.append((should, tantivy.Query.term_set_query(schema, "scope", exact)))
     return tantivy.Query.boolean_query(clauses)
+
+
+# --- status and checks ---------------------------------------------------------------------
+
+_SAMPLE = 200
+
+
+def status(store: Store) -> JSONObject:
+    """What `db status` says of the word index: `state` is `current`, `behind` (caught up at
+    the next search), `stale` (rebuilt at the next search or by `db rebuild-index`), `absent`
+    or `unavailable` (no tantivy, or a store that keeps no index beside it)."""
+    directory = place.directory(store.location)
+    if directory is None or not available():
+        return {"state": "unavailable", "records": None, "size_bytes": None, "behind_by": None}
+    path = place.current(directory, NAME)
+    if path is None:
+        return {"state": "absent", "records": None, "size_bytes": None, "behind_by": None}
+    index = WordIndex(directory, path)
+    searcher = index.searcher()
+    mark = index.mark(searcher)
+    with store.read() as conn:
+        now = Mark.now(conn, feed.MEMORY)
+        usable = mark is not None and feed.belongs(conn, mark, now)
+    behind = None if mark is None or not usable else now.seq - mark.seq
+    state = "stale" if not usable else "behind" if behind else "current"
+    return {
+        "state": state,
+        "records": index.documents(searcher),
+        "size_bytes": place.size(path),
+        "behind_by": behind,
+    }
+
+
+def verify(store: Store) -> list[str] | None:
+    """Problems of the word index (empty: none); None when the store has none to check.
+
+    Reads only. An index behind the feed is not a problem (the next search catches it up):
+    its records are compared with the table only when it is current."""
+    directory = place.directory(store.location)
+    if directory is None or not available() or place.current(directory, NAME) is None:
+        return None
+    try:
+        index = WordIndex(directory, place.current(directory, NAME) or directory)
+        searcher = index.searcher()
+        mark = index.mark(searcher)
+    except (OSError, ValueError) as exc:
+        return [f"the word index cannot be read ({exc}); lantern db rebuild-index builds it again"]
+    rebuild = "lantern db rebuild-index builds it again"
+    with store.read() as conn:
+        now = Mark.now(conn, feed.MEMORY)
+        if mark is None or not feed.belongs(conn, mark, now):
+            return [f"the word index was not built from this store's changes; {rebuild}"]
+        if mark != now:
+            return []
+        problems = []
+        total = int(conn.execute(select(func.count()).select_from(records)).scalar_one())
+        if index.documents(searcher) != total:
+            problems.append(
+                f"the word index holds {index.documents(searcher)} records and the store "
+                f"{total}; {rebuild}"
+            )
+        sample = conn.execute(
+            select(records.c.id, records.c.scope, records.c.status)
+            .order_by(func.random())
+            .limit(_SAMPLE)
+        )
+        for record_id, scope, state in sample:
+            if not index.holds(searcher, record_id, scope, state):
+                problems.append(
+                    f"the word index does not hold {record_id} as the store does; {rebuild}"
+                )
+        return problems

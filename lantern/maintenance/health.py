@@ -74,6 +74,7 @@ CHECKS = (
     "memory_identity",
     "duplicate_memories",
     "vectors",
+    "word_index",
 )
 WARNING_CHECKS = frozenset({"references", "duplicate_memories", "vectors"})
 """Checks whose findings are warnings: what the caller stored, not damage."""
@@ -206,6 +207,7 @@ def check(store: Store, *, url: str) -> HealthReport:
         results.setdefault(name, CheckResult(name, "skipped", (reason,)))
     reason = f"the store is older than revision {_VECTORS_REVISION} (upgrade it)"
     results.setdefault("vectors", CheckResult("vectors", "skipped", (reason,)))
+    results["word_index"] = _word_index(store, revision)
     return HealthReport(
         url=url,
         path=store.location.path,
@@ -657,6 +659,22 @@ def _compare_memory_fts(conn: Connection, found: _Findings) -> None:
     )
     for rowid, record_id in extra:
         found.add(f"search row {rowid} ({record_id!r}) belongs to no record")
+
+
+def _word_index(store: Store, revision: str | None) -> CheckResult:
+    """The derived word index beside the store against the records (`lantern.indexes.words`)."""
+    from lantern.indexes import words
+
+    if not _applied(revision, migrations.HEAD):
+        return CheckResult("word_index", "skipped", ("the store needs an upgrade first",))
+    problems = words.verify(store)
+    if problems is None:
+        reason = "no word index beside this store: its searches run in the database"
+        return CheckResult("word_index", "skipped", (reason,))
+    found = _Findings()
+    for problem in problems:
+        found.add(problem)
+    return found.result("word_index")
 
 
 def _first_line(exc: DBAPIError) -> str:

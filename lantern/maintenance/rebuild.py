@@ -52,7 +52,8 @@ def rebuild_indexes(store: Store) -> RebuildReport:
     Both: the reference rows are rewritten from the records' `source_refs`, and every record's
     `identity_hash` is made what its scope, kind and content say (`memory_identity.repair`).
     Every record's id, content and references are read into memory once, as the rows are
-    rebuilt from them.
+    rebuilt from them. Then, beside a SQLite store with the `index` extra, the derived word
+    index is built anew from the records (`lantern.indexes.words`), whatever its state.
     """
     with store.write() as conn:
         sqlite = conn.dialect.name == "sqlite"
@@ -94,6 +95,8 @@ def rebuild_indexes(store: Store) -> RebuildReport:
         memory_refs.write(conn, [(record_id, refs or []) for record_id, _, refs in rows])
         memory_identity.repair(conn)
         references = conn.execute(select(func.count()).select_from(refs_table)).scalar_one()
+    if _word_index(store):
+        indexes = (*indexes, "word_index")
     return RebuildReport(
         indexes=indexes,
         chunks=chunk_count,
@@ -101,3 +104,15 @@ def rebuild_indexes(store: Store) -> RebuildReport:
         references=references,
         search_texts=search_texts,
     )
+
+
+def _word_index(store: Store) -> bool:
+    """Build the derived word index beside a SQLite store anew; False where there is none to
+    build (PostgreSQL, or tantivy not installed)."""
+    from lantern.indexes import place, words
+
+    directory = place.directory(store.location)
+    if directory is None or not words.available():
+        return False
+    words.build(store, directory)
+    return True

@@ -8,6 +8,7 @@ every surface; `filters` and `cursor` define listings and paging;
 records' vectors; `scopes` confines a repository to some scopes; `records` holds the frozen
 results.
 
-Imports: `lantern.store`, `lantern.retrieval`, `lantern.entities`, `lantern.semantic`,
-`lantern.embeddings` and the leaves. Never the evidence package, the facade or a surface.
+Imports: `lantern.store`, `lantern.retrieval`, `lantern.entities`, `lantern.indexes`,
+`lantern.semantic`, `lantern.embeddings` and the leaves. Never the evidence package, the
+facade or a surface.
 """
