@@ -137,6 +137,20 @@ def search_queries(count: int, seed: int = 5, words: Sequence[str] | None = None
     return [" ".join(rng.sample(pool, rng.randint(1, 3))) for _ in range(count)]
 
 
+def question_queries(count: int, seed: int = 6, words: Sequence[str] | None = None) -> list[str]:
+    """Questions as an agent asks them: 2-3 words of the vocabulary among common words."""
+    rng = random.Random(seed)
+    pool = list(words) if words is not None else vocabulary()[60:3000]
+    asked = []
+    for _ in range(count):
+        picked = rng.sample(pool, rng.randint(2, 3))
+        asked.append(f"{rng.choice(QUESTION_WORDS)} {' '.join(picked)}?")
+    return asked
+
+
+QUESTION_WORDS = ("what is the", "where does the", "how do we", "why did the", "which")
+
+
 def compile_lantern() -> None:
     """Lantern's bytecode, as `pip install` writes it: an editable install run with
     PYTHONDONTWRITEBYTECODE set would otherwise compile its modules on every start, while

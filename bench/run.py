@@ -41,6 +41,7 @@ from common import (
     compile_lantern,
     memory_records,
     percentiles,
+    question_queries,
     render,
     scope_names,
     search_queries,
@@ -469,20 +470,6 @@ def transcript_turns(text: str, at: int) -> str:
         {"role": "assistant", "content": text[middle + 1 :] + "\nDone.", "ts": at + 30},
     ]
     return "\n".join(json.dumps(turn) for turn in turns)
-
-
-def question_queries(count: int, seed: int = 6, words: Sequence[str] | None = None) -> list[str]:
-    """Questions as an agent asks them: 2-3 words of the vocabulary among common words."""
-    rng = random.Random(seed)
-    pool = list(words) if words is not None else vocabulary()[60:3000]
-    asked = []
-    for _ in range(count):
-        picked = rng.sample(pool, rng.randint(2, 3))
-        asked.append(f"{rng.choice(QUESTION_WORDS)} {' '.join(picked)}?")
-    return asked
-
-
-QUESTION_WORDS = ("what is the", "where does the", "how do we", "why did the", "which")
 
 
 def search_cases(

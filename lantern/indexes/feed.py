@@ -10,9 +10,11 @@ index is rebuilt rather than trusted.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, bindparam, select
 
+from lantern.store.engine import Store
 from lantern.store.models import index_feed as table
 from lantern.store.prepared import Prepared
 
@@ -21,7 +23,12 @@ MEMORY = "memory"
 MEMORY_VECTOR = "memory_vector"
 """A record's vector of one model written, replaced or removed."""
 
-_LAST = Prepared(select(func.max(table.c.seq)).where(table.c.side == bindparam("side")))
+_LAST = Prepared(
+    select(table.c.seq, table.c.item_id)
+    .where(table.c.side == bindparam("side"))
+    .order_by(table.c.seq.desc())
+    .limit(1)
+)
 _ITEM_AT = Prepared(select(table.c.item_id).where(table.c.seq == bindparam("seq")))
 _CHANGED = Prepared(
     select(table.c.item_id)
@@ -54,8 +61,16 @@ class Mark:
     @classmethod
     def now(cls, conn: Connection, side: str) -> Mark:
         """The feed's last row on this side, as of the connection's snapshot."""
-        seq = int(_LAST.rows(conn, {"side": side})[0][0] or 0)
-        return cls(seq, anchor(conn, seq))
+        return cls._of(_LAST.rows(conn, {"side": side}))
+
+    @classmethod
+    def latest(cls, store: Store, side: str) -> Mark:
+        """The feed's last row on this side now: one look-up, outside any transaction."""
+        return cls._of(store.fetch(_LAST, {"side": side}))
+
+    @classmethod
+    def _of(cls, rows: list[Any]) -> Mark:
+        return cls(int(rows[0][0]), str(rows[0][1])) if rows else START
 
 
 START = Mark(0, "")

@@ -24,6 +24,7 @@ stay on disk.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ _BATCH = 500
 _ROWS = select(records.c.id, records.c.scope, records.c.status, records.c.content)
 
 
+@functools.cache
 def available() -> bool:
     """Whether tantivy is installed (the `index` extra)."""
     from importlib.util import find_spec
@@ -84,6 +86,7 @@ class WordIndex:
         self._index = tantivy.Index.open(str(path))
         self._index.register_tokenizer(ANALYZER, _analyzer())
         self._schema = self._index.schema
+        self._kept: tuple[Mark, tantivy.Searcher] | None = None
 
     @property
     def generation(self) -> str:
@@ -169,41 +172,55 @@ class WordIndex:
 
     # --- keeping it current ------------------------------------------------------------
 
-    def catch_up(self, store: Store, searcher: tantivy.Searcher) -> Any:
+    def ready(self, store: Store) -> Any:
         """A searcher that has every change the store committed up to now; `STALE` when this
         generation must be rebuilt instead (another store's, or a record was forgotten); None
-        when another process held the writer past the busy timeout."""
+        when another process held the writer past the busy timeout.
+
+        The searcher of the last call is kept with its mark: while the store's feed has not
+        moved, a search costs one look-up in the store and no file is read."""
+        kept = self._kept
+        if kept is not None and kept[0] == Mark.latest(store, feed.MEMORY):
+            return kept[1]
         with store.read() as conn:
             now = Mark.now(conn, feed.MEMORY)
+            searcher = self.searcher()
             mark = self.mark(searcher)
-            if mark == now:
-                return searcher
-            if mark is None or not feed.belongs(conn, mark, now):
-                return STALE
-            writer = _writer(self._index, _CATCH_UP_HEAP)
-            if writer is None:
-                return None
-            try:
-                searcher = self._index.searcher()  # what the lock holder before us left
-                mark = self.mark(searcher)
+            if mark != now:
                 if mark is None or not feed.belongs(conn, mark, now):
                     return STALE
-                if mark.seq < now.seq:
-                    changed = feed.changed(conn, feed.MEMORY, mark.seq, now.seq)
-                    rows = _rows_of(conn, changed)
-                    if len(rows) < len(changed):
-                        return STALE  # a record left the store: its words must leave the disk
-                    for record_id in changed:
-                        writer.delete_documents_by_term("id", record_id)
-                    _add_rows(writer, rows)
-                    _set_mark(writer, now)
-                    writer.commit()
-                    writer.wait_merging_threads()
-                    writer = None
-            finally:
-                if writer is not None:
-                    writer.rollback()
-        return self.searcher()
+                caught_up = self._catch_up(conn, now)
+                if caught_up is not True:
+                    return caught_up
+                searcher = self.searcher()
+        self._kept = (now, searcher)
+        return searcher
+
+    def _catch_up(self, conn: Connection, now: Mark) -> Any:
+        """Apply the feed up to `now` under the writer lock: True, or `STALE`, or None."""
+        writer = _writer(self._index, _CATCH_UP_HEAP)
+        if writer is None:
+            return None
+        try:
+            mark = self.mark(self.searcher())  # what the lock holder before us left
+            if mark is None or not feed.belongs(conn, mark, now):
+                return STALE
+            if mark.seq < now.seq:
+                changed = feed.changed(conn, feed.MEMORY, mark.seq, now.seq)
+                rows = _rows_of(conn, changed)
+                if len(rows) < len(changed):
+                    return STALE  # a record left the store: its words must leave the disk
+                for record_id in changed:
+                    writer.delete_documents_by_term("id", record_id)
+                _add_rows(writer, rows)
+                _set_mark(writer, now)
+                writer.commit()
+                writer.wait_merging_threads()
+                writer = None
+        finally:
+            if writer is not None:
+                writer.rollback()
+        return True
 
     def holds(self, searcher: tantivy.Searcher, record_id: str, scope: str, state: str) -> bool:
         """Whether the index holds exactly one document of this record, in this scope and
@@ -280,6 +297,7 @@ def _schema() -> tantivy.Schema:
     return builder.build()
 
 
+@functools.cache
 def _analyzer() -> tantivy.TextAnalyzer:
     import tantivy
 

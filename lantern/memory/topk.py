@@ -61,7 +61,7 @@ def ready_index(core: RepositoryCore) -> tuple[WordIndex, tantivy.Searcher] | No
             if words.count_records(store) > words.AUTO_BUILD_UP_TO:
                 return None
             index = _remember(words.build(store, directory))
-        searcher = index.catch_up(store, index.searcher())
+        searcher = index.ready(store)
         if searcher is words.STALE:
             index = _remember(words.build(store, directory))
             searcher = index.searcher()
