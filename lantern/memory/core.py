@@ -56,3 +56,7 @@ class RepositoryCore:
             if conn.dialect.name == "sqlite":
                 driver_of(conn).execute("PRAGMA secure_delete = ON")
             yield conn
+        if conn.dialect.name == "sqlite":
+            from lantern.memory import topk
+
+            topk.after_write(self)

@@ -24,12 +24,13 @@ from sqlalchemy import Select, select
 
 from lantern.indexes import place
 from lantern.memory.core import RepositoryCore
-from lantern.memory.cursor import list_key
+from lantern.memory.cursor import ListKey, list_key
 from lantern.memory.filters import Conditions, MemoryFilter
 from lantern.memory.records import MemoryRecord
 from lantern.memory.rows import row_to_record
 from lantern.retrieval.query import ParsedQuery
 from lantern.store.dialect import from_id_list, id_list_value
+from lantern.store.engine import Store
 from lantern.store.models import memory_records as table
 
 if TYPE_CHECKING:
@@ -38,8 +39,11 @@ if TYPE_CHECKING:
     from lantern.indexes.words import WordIndex
 
 _FIRST_ROUND = 32
+_WHOLE_ROWS = 256
+"""Rounds larger than this (many equal scores) are ordered by their list keys first."""
 _open: dict[str, WordIndex] = {}
-_lock = threading.Lock()
+_workers: dict[int, _CatchUp] = {}
+_lock = threading.RLock()
 
 
 def ready_index(core: RepositoryCore) -> tuple[WordIndex, tantivy.Searcher] | None:
@@ -97,10 +101,25 @@ class Ranking:
             return
         rounds = self._index.ranked(self._searcher, self._query, max(_FIRST_ROUND, 2 * needed))
         for hits in rounds:
-            found = _records(self._core, self._conditions, [hit.record_id for hit in hits])
-            batch = [(found[hit.record_id], hit.score) for hit in hits if hit.record_id in found]
-            batch.sort(key=lambda pair: (-pair[1], *list_key(pair[0])))
-            yield from batch
+            if len(hits) <= _WHOLE_ROWS:
+                found = _records(self._core, self._conditions, [hit.record_id for hit in hits])
+                batch = [(found[h.record_id], h.score) for h in hits if h.record_id in found]
+                batch.sort(key=lambda pair: (-pair[1], *list_key(pair[0])))
+                yield from batch
+                continue
+            # Many ties: order them by their list keys alone, then read whole rows only as
+            # far as the caller reads.
+            keys = _list_keys(self._core, self._conditions, [hit.record_id for hit in hits])
+            ordered = sorted(
+                (-hit.score, *keys[hit.record_id]) for hit in hits if hit.record_id in keys
+            )
+            for start in range(0, len(ordered), _WHOLE_ROWS):
+                part = ordered[start : start + _WHOLE_ROWS]
+                found = _records(self._core, self._conditions, [key[-1] for key in part])
+                for key in part:
+                    record = found.get(key[-1])
+                    if record is not None:
+                        yield record, -key[0]
 
     def now(self, record_id: str) -> tuple[MemoryRecord, float] | None:
         """A record as it is and ranks now, if it still passes the filters and matches."""
@@ -111,6 +130,64 @@ class Ranking:
             return None
         found = _records(self._core, self._conditions, [record_id])
         return (found[record_id], score) if record_id in found else None
+
+
+def after_write(core: RepositoryCore) -> None:
+    """Catch the store's word index up in the background after a committed write, so that
+    the next search finds it current: a tantivy commit costs tens of milliseconds (it syncs
+    every new file), which an agent's next turn usually hides. A search that comes first
+    waits for it (the writer lock) or catches up itself; a process that ends first finishes
+    it (the thread is not a daemon), and one killed leaves the index behind, never wrong."""
+    index = _current(core)
+    if index is None:
+        return
+    store = core._store
+    with _lock:
+        worker = _workers.get(id(store))
+        if worker is not None and worker.request():
+            return
+        worker = _workers[id(store)] = _CatchUp(index, store)
+    store.before_close(worker.finish)
+    worker.start()
+
+
+class _CatchUp(threading.Thread):
+    """Catches one store's index up until no write has asked for it since it began."""
+
+    def __init__(self, index: WordIndex, store: Store) -> None:
+        super().__init__(name="lantern-word-index", daemon=False)
+        self._index = index
+        self._store = store
+        self._again = True
+        self._done = False
+
+    def request(self) -> bool:
+        """Ask for one more pass; False if this worker has ended (start another)."""
+        with _lock:
+            if self._done:
+                return False
+            self._again = True
+            return True
+
+    def run(self) -> None:
+        while True:
+            with _lock:
+                if not self._again:
+                    self._done = True
+                    _workers.pop(id(self._store), None)
+                    return
+                self._again = False
+            try:
+                self._index.ready(self._store)
+            except Exception:
+                with _lock:
+                    self._done = True
+                    _workers.pop(id(self._store), None)
+                return
+
+    def finish(self) -> None:
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join()
 
 
 def rebuild_after_forget(core: RepositoryCore) -> None:
@@ -145,6 +222,22 @@ def _records(
     values = {**conditions.values, "ids": id_list_value(dialect, ids)}
     records = (row_to_record(row) for row in core._store.fetch(statement, values))
     return {record.id: record for record in records}
+
+
+def _list_keys(core: RepositoryCore, conditions: Conditions, ids: list[str]) -> dict[str, ListKey]:
+    """The list keys of those of `ids` that pass the filters and the policy."""
+    dialect = core._store.dialect
+    columns = (table.c.status, table.c.priority, table.c.urgency, table.c.updated_at, table.c.id)
+
+    def build() -> Select[Any]:
+        source, by_id = from_id_list(dialect, table, table.c.id, "ids")
+        where = [*by_id, *conditions.clauses(), *core._policy()]
+        return select(*columns).select_from(source).where(*where)
+
+    statement = core._prepared(("keys-by-ids", conditions.key), build)
+    values = {**conditions.values, "ids": id_list_value(dialect, ids)}
+    rows = core._store.fetch(statement, values)
+    return {row[4]: (row[0], -row[1], -row[2], -row[3], row[4]) for row in rows}
 
 
 def _current(core: RepositoryCore) -> WordIndex | None:

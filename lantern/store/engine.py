@@ -111,6 +111,9 @@ class Store:
         self.clock = clock
         self._write_engine = engine.execution_options(**{_WRITE_OPTION: True})
         self._kept = _KeptConnections(engine, self._write_engine)
+        # Work that runs beside the store's callers (a derived index catching up after a
+        # write) and must end before its connections do.
+        self._before_close: list[Callable[[], None]] = []
         weakref.finalize(self, self._kept.close)
 
     @property
@@ -191,7 +194,14 @@ class Store:
             finally:
                 transaction.rollback()
 
+    def before_close(self, finish: Callable[[], None]) -> None:
+        """Have `close` call `finish` first (once), to end work that uses the store."""
+        if finish not in self._before_close:
+            self._before_close.append(finish)
+
     def close(self) -> None:
+        while self._before_close:
+            self._before_close.pop()()
         self._kept.close()
         self.engine.dispose()
 
