@@ -127,7 +127,7 @@ class WordIndex:
         must = tantivy.Occur.Must
         clauses = [(must, words)]
         if statuses is not None:
-            clauses.append((must, tantivy.Query.term_set_query(self._schema, "status", statuses)))
+            clauses.append((must, _any_term(self._schema, "status", statuses)))
         for patterns in scopes:
             if patterns:
                 clauses.append((must, _scope_query(self._schema, patterns)))
@@ -397,8 +397,17 @@ def _scope_query(schema: tantivy.Schema, patterns: Sequence[tuple[str, bool]]) -
         if prefix
     ]
     if exact:
-        clauses.append((should, tantivy.Query.term_set_query(schema, "scope", exact)))
-    return tantivy.Query.boolean_query(clauses)
+        clauses.append((should, _any_term(schema, "scope", exact)))
+    return clauses[0][1] if len(clauses) == 1 else tantivy.Query.boolean_query(clauses)
+
+
+def _any_term(schema: tantivy.Schema, field: str, values: Sequence[str]) -> tantivy.Query:
+    """Documents whose `field` is one of `values` (a term query for one: the cheaper)."""
+    import tantivy
+
+    if len(values) == 1:
+        return tantivy.Query.term_query(schema, field, values[0])
+    return tantivy.Query.term_set_query(schema, field, list(values))
 
 
 # --- status and checks ---------------------------------------------------------------------

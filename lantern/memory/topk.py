@@ -38,11 +38,13 @@ if TYPE_CHECKING:
 
     from lantern.indexes.words import WordIndex
 
-_FIRST_ROUND = 32
+_FIRST_ROUND = 16
 _WHOLE_ROWS = 256
 """Rounds larger than this (many equal scores) are ordered by their list keys first."""
 _open: dict[str, WordIndex] = {}
 _workers: dict[int, _CatchUp] = {}
+_declined: set[str] = set()
+"""Stores too large to index on a search, by directory: not counted again by this process."""
 _lock = threading.RLock()
 
 
@@ -62,7 +64,8 @@ def ready_index(core: RepositoryCore) -> tuple[WordIndex, tantivy.Searcher] | No
     try:
         index = _current(core)
         if index is None:
-            if words.count_records(store) > words.AUTO_BUILD_UP_TO:
+            if str(directory) in _declined or words.count_records(store) > words.AUTO_BUILD_UP_TO:
+                _declined.add(str(directory))  # counted once a process: it only grows
                 return None
             index = _remember(words.build(store, directory))
         searcher = index.ready(store)
@@ -99,7 +102,8 @@ class Ranking:
         """The ranking, looking about `needed` deep first and deeper as the filters need."""
         if self._query is None:
             return
-        rounds = self._index.ranked(self._searcher, self._query, max(_FIRST_ROUND, 2 * needed))
+        first = max(_FIRST_ROUND, needed + needed // 4)
+        rounds = self._index.ranked(self._searcher, self._query, first)
         for hits in rounds:
             if len(hits) <= _WHOLE_ROWS:
                 found = _records(self._core, self._conditions, [hit.record_id for hit in hits])
