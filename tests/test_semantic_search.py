@@ -116,7 +116,7 @@ def test_stored_vectors_are_the_providers_little_endian_float32(
 
 
 def test_an_interrupted_embed_resumes(lt: Lantern, records: dict[str, str]) -> None:
-    from lantern.memory.vectors import embed_missing
+    from lantern.memory.recordvectors import embed_missing
 
     class Failing(HashingProvider):
         calls = 0

@@ -3,7 +3,7 @@
 `repository.EvidenceRepository` is the entry; `files` selects and reads files, `sourcekinds`
 tells what a text is, `chunking` and `chunkplan` split it and keep chunk ids stable,
 `writing` stores documents, `reading` loads rows, `search` ranks chunks per engine, `semantic`
-searches them by meaning (`semantic`, `hybrid`), `vectors` keeps their vectors, `inputs` checks
+searches them by meaning (`semantic`, `hybrid`), `chunkvectors` keeps their vectors, `inputs` checks
 arguments, and `records` holds the frozen results.
 
 Imports: `lantern.store`, `lantern.retrieval`, `lantern.entities`, `lantern.semantic`,

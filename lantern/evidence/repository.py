@@ -28,6 +28,7 @@ from lantern.entities import names as entity_names
 from lantern.errors import InvalidInput, NotFound, Param
 from lantern.evidence import inputs
 from lantern.evidence.chunking import DEFAULT_TARGET_SIZE
+from lantern.evidence.chunkvectors import embed_after_ingest
 from lantern.evidence.files import (
     MAX_FILE_BYTES,
     directory_uri_prefix,
@@ -47,7 +48,6 @@ from lantern.evidence.records import (
     Source,
 )
 from lantern.evidence.search import SearchFilters, search_chunks
-from lantern.evidence.vectors import embed_after_ingest
 from lantern.evidence.writing import (
     Document,
     delete_sources,
@@ -370,7 +370,7 @@ class EvidenceRepository:
         self, provider: EmbeddingProvider, *, progress: EmbedProgress | None = None
     ) -> EmbedReport:
         """Compute the vectors of `provider`'s model that chunks lack or hold stale, in batches
-        that each commit (`lantern.evidence.vectors`): interrupted, it resumes where it stopped
+        that each commit (`lantern.evidence.chunkvectors`): interrupted, it resumes where it stopped
         when run again.
 
         Args:
@@ -382,7 +382,7 @@ class EvidenceRepository:
             How many vectors were computed and written, how many were already current, and the time
             it took.
         """
-        from lantern.evidence.vectors import embed_missing
+        from lantern.evidence.chunkvectors import embed_missing
 
         return embed_missing(self._store, provider, progress=progress)
 

@@ -4,7 +4,7 @@
 `lifecycle` and `reads`; `changes` keeps each record's history, search row (`fts`) and
 reference rows (`refs`) in step with it; `filterspec` says each listing filter once for
 every surface; `filters` and `cursor` define listings and paging;
-`semantic` searches by meaning (`semantic`, `hybrid`, similar records) and `vectors` keeps the
+`semantic` searches by meaning (`semantic`, `hybrid`, similar records) and `recordvectors` keeps the
 records' vectors; `scopes` confines a repository to some scopes; `records` holds the frozen
 results.
 

@@ -8,7 +8,7 @@ from sqlalchemy import delete, select, update
 
 from lantern.entities import links as entity_links
 from lantern.errors import Conflict, NotFound, PolicyRefused
-from lantern.memory import fts, history, identity, vectors
+from lantern.memory import fts, history, identity, recordvectors
 from lantern.memory.chains import successor_id
 from lantern.memory.changes import set_status
 from lantern.memory.core import RepositoryCore
@@ -169,7 +169,7 @@ class MemoryLifecycle(RepositoryCore):
                     ],
                 )
             fts.unindex(conn, record_id)
-            vectors.invalidate(conn, record_id)  # a vector says something of the content too
+            recordvectors.invalidate(conn, record_id)  # a vector says something of the content too
             conn.execute(delete(refs_table).where(refs_table.c.record_id == record_id))
             entity_links.forget_record(conn, record_id)
             conn.execute(delete(table).where(table.c.id == record_id))
