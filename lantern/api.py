@@ -186,14 +186,14 @@ class Lantern:
         chunk: str | None = None,
         memory: str | None = None,
     ) -> list[LinkChange]:
-        """Link entities (`KIND:NAME`, or stored entities' ids) to a chunk or to a memory
+        """Attach entities (`KIND:NAME`, or stored entities' ids) to a chunk or to a memory
         record, whichever is given; one `LinkChange` per entity.
 
         Args:
             entities: One entity or a list of them (at most 1,000), each `KIND:NAME` or a stored
                 entity's id; a `KIND:NAME` not stored yet is created.
-            chunk: The id of the chunk (`chk_...`) to link them to; give this or `memory`.
-            memory: The id of the memory record (`mem_...`) to link them to; give this or `chunk`.
+            chunk: The id of the chunk (`chk_...`) to attach them to; give this or `memory`.
+            memory: The id of the memory record (`mem_...`) to attach them to; give this or `chunk`.
 
         Returns:
             One `LinkChange` per entity, `changed` False where the link was already there.
@@ -205,7 +205,7 @@ class Lantern:
         """
         kind, target = _link_target(chunk, memory)
         if kind == "chunk":
-            return self.entities.attach(target, entities)
+            return self.entities.attach_entities(target, entities)
         return self.memory.attach_entities(target, entities)
 
     def detach_entities(
@@ -215,13 +215,13 @@ class Lantern:
         chunk: str | None = None,
         memory: str | None = None,
     ) -> list[LinkChange]:
-        """Unlink entities from a chunk or a memory record, whichever is given; an entity that
+        """Detach entities from a chunk or a memory record, whichever is given; an entity that
         nothing links any more is removed.
 
         Args:
             entities: One entity or a list of them, each `KIND:NAME` or a stored entity's id.
-            chunk: The id of the chunk (`chk_...`) to unlink them from; give this or `memory`.
-            memory: The id of the memory record (`mem_...`) to unlink them from; give this or
+            chunk: The id of the chunk (`chk_...`) to detach them from; give this or `memory`.
+            memory: The id of the memory record (`mem_...`) to detach them from; give this or
                 `chunk`.
 
         Returns:
@@ -233,7 +233,7 @@ class Lantern:
         """
         kind, target = _link_target(chunk, memory)
         if kind == "chunk":
-            return self.entities.detach(target, entities)
+            return self.entities.detach_entities(target, entities)
         return self.memory.detach_entities(target, entities)
 
     @classmethod

@@ -335,7 +335,7 @@ def test_bad_entities_change_nothing(lt: Lantern) -> None:
         lambda: lt.memory.attach_entities(record.id, ["person:Ada", "email:bob"]),
         lambda: lt.memory.attach_entities(record.id, ["ent_0000000000000000"]),
         lambda: lt.memory.attach_entities("mem_0000000000000000", ["person:Ada"]),
-        lambda: lt.entities.attach("chk_0000000000000000", ["person:Ada"]),
+        lambda: lt.entities.attach_entities("chk_0000000000000000", ["person:Ada"]),
         lambda: lt.memory.list(entity=["person:"]),
     ):
         with pytest.raises((InvalidInput, NotFound)):
@@ -349,12 +349,23 @@ def test_chunk_attach_and_detach(lt: Lantern) -> None:
     lt.evidence.ingest_text("note://a", "plain words", kind="markdown")
     chunk = lt.evidence.get_source("note://a").chunks[0].id  # type: ignore[index]
     assert [
-        c.changed for c in lt.entities.attach(chunk, ["project:lantern", "project:Lantern"])
+        c.changed
+        for c in lt.entities.attach_entities(chunk, ["project:lantern", "project:Lantern"])
     ] == [True]
     assert [e.name for e in lt.evidence.get_chunk(chunk).chunk.entities] == ["lantern"]
-    assert [c.changed for c in lt.entities.detach(chunk, ["project:lantern"])] == [True]
+    assert [c.changed for c in lt.entities.detach_entities(chunk, ["project:lantern"])] == [True]
     with pytest.raises(NotFound, match="no entity mention:ada"):
-        lt.entities.detach(chunk, ["mention:ada"])
+        lt.entities.detach_entities(chunk, ["mention:ada"])
+    assert _count(lt, entities) == 0
+
+
+def test_attach_and_detach_keep_their_earlier_names(lt: Lantern) -> None:
+    lt.evidence.ingest_text("note://a", "plain words", kind="markdown")
+    chunk = lt.evidence.get_source("note://a").chunks[0].id  # type: ignore[index]
+    attached = lt.entities.attach(chunk, entity="place:Lisbon")
+    assert [(c.entity.name, c.changed) for c in attached] == [("Lisbon", True)]
+    assert [c.changed for c in lt.entities.attach(chunk, ["place:Lisbon"])] == [False]
+    assert [c.changed for c in lt.entities.detach(chunk, entity=["place:Lisbon"])] == [True]
     assert _count(lt, entities) == 0
 
 

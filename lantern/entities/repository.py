@@ -60,7 +60,7 @@ def _unfenced(_dialect: str) -> list[ColumnElement[bool]]:
 
 @checked
 class EntityRepository:
-    """Lists and shows entities, links them to chunks, and fills the links of stored chunks."""
+    """Lists and shows entities, attaches them to chunks, and fills the links of stored chunks."""
 
     def __init__(self, store: Store, fence: Fence = _unfenced, *, restricted: bool = False) -> None:
         self._store = store
@@ -223,20 +223,20 @@ class EntityRepository:
 
     # --- chunk links ------------------------------------------------------------------------
 
-    def attach(self, chunk_id: str, entity: str | Sequence[str]) -> Changes:
-        """Link entities (`KIND:NAME`, or a stored entity's id) to a chunk; one `LinkChange`
+    def attach_entities(self, chunk_id: str, entities: str | Sequence[str]) -> Changes:
+        """Attach entities (`KIND:NAME`, or a stored entity's id) to a chunk; one `LinkChange`
         per entity, `changed` False where the chunk already had it.
 
         Args:
             chunk_id: The chunk (`chk_...`).
-            entity: One entity or a list of them (at most 1,000), each `KIND:NAME` or a stored
+            entities: One entity or a list of them (at most 1,000), each `KIND:NAME` or a stored
                 entity's id; a `KIND:NAME` not stored yet is created.
 
         Raises:
             InvalidInput: No entity, or a malformed one.
             NotFound: No such chunk, or an entity id that names nothing.
         """
-        keys = _named(entity)
+        keys = _named(entities)
         with self._store.write() as conn:
             serialize_writers(conn)
             _require_chunk(conn, chunk_id)
@@ -247,26 +247,26 @@ class EntityRepository:
                     select(chunk_entities.c.entity_id).where(chunk_entities.c.chunk_id == chunk_id)
                 ).scalars()
             )
-            links.link_chunks(conn, [(chunk_id, ids[name]) for name in wanted])
+            links.attach_to_chunks(conn, [(chunk_id, ids[name]) for name in wanted])
             stored = links.lookup(conn, list(ids.values()))
             return [
                 LinkChange(stored[ids[name]], "chunk", chunk_id, ids[name] not in had)
                 for name in wanted
             ]
 
-    def detach(self, chunk_id: str, entity: str | Sequence[str]) -> Changes:
-        """Unlink entities from a chunk (`changed` False where it did not have one); an entity
+    def detach_entities(self, chunk_id: str, entities: str | Sequence[str]) -> Changes:
+        """Detach entities from a chunk (`changed` False where it did not have one); an entity
         that nothing links any more is removed with its last link.
 
         Args:
             chunk_id: The chunk (`chk_...`).
-            entity: One entity or a list of them, each `KIND:NAME` or a stored entity's id.
+            entities: One entity or a list of them, each `KIND:NAME` or a stored entity's id.
 
         Raises:
             InvalidInput: No entity, or a malformed one.
             NotFound: No such chunk, or an entity that is not stored.
         """
-        keys = _named(entity)
+        keys = _named(entities)
         with self._store.write() as conn:
             serialize_writers(conn)
             _require_chunk(conn, chunk_id)
@@ -277,9 +277,31 @@ class EntityRepository:
                 if ref is None:
                     raise links.missing(key)
                 changes.append(
-                    LinkChange(ref, "chunk", chunk_id, links.unlink_chunk(conn, chunk_id, ref.id))
+                    LinkChange(
+                        ref, "chunk", chunk_id, links.detach_from_chunk(conn, chunk_id, ref.id)
+                    )
                 )
             return changes
+
+    def attach(self, chunk_id: str, entity: str | Sequence[str]) -> Changes:
+        """`attach_entities` under its earlier name, which stays for the callers of Lantern
+        0.1.0.
+
+        Args:
+            chunk_id: The chunk (`chk_...`).
+            entity: One entity or a list of them, as `attach_entities` takes them.
+        """
+        return self.attach_entities(chunk_id, entity)
+
+    def detach(self, chunk_id: str, entity: str | Sequence[str]) -> Changes:
+        """`detach_entities` under its earlier name, which stays for the callers of Lantern
+        0.1.0.
+
+        Args:
+            chunk_id: The chunk (`chk_...`).
+            entity: One entity or a list of them, as `detach_entities` takes them.
+        """
+        return self.detach_entities(chunk_id, entity)
 
     # --- extraction -------------------------------------------------------------------------
 
@@ -332,7 +354,7 @@ class EntityRepository:
                 if not rows:
                     break
                 found = [(row[0], entity) for row in rows for entity in extract(row[2], row[1])]
-                added, created = links.link_found(
+                added, created = links.attach_found(
                     conn, found, [row[0] for row in rows], EXTRACTOR_VERSION
                 )
             scanned += len(rows)

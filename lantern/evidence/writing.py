@@ -122,7 +122,7 @@ class Writes:
         searchindex.write(conn, self.search_inserts)
         _INSERT_CHUNKS.execute_many(conn, self.chunk_inserts)
         inserted = [row["id"] for row in self.chunk_inserts]
-        entity_links.link_found(conn, self.mentions, inserted, EXTRACTOR_VERSION)
+        entity_links.attach_found(conn, self.mentions, inserted, EXTRACTOR_VERSION)
         entity_links.prune(conn, named)
 
 

@@ -41,7 +41,7 @@ def attach(
     ids = links.ensure(conn, wanted)
     linked = {ref.id for ref in before}
     new = [(record.id, ids[name]) for name in wanted if ids[name] not in linked]
-    links.link_records(conn, new)
+    links.attach_to_records(conn, new)
     stored = links.lookup(conn, list(ids.values()))
     changes = [
         LinkChange(stored[ids[name]], "record", record.id, ids[name] not in linked)
@@ -65,7 +65,7 @@ def detach(
         ref = found.get(key)
         if ref is None:
             raise links.missing(key)
-        removed = ref.id in linked and links.unlink_record(conn, record.id, ref.id)
+        removed = ref.id in linked and links.detach_from_record(conn, record.id, ref.id)
         changes.append(LinkChange(ref, "record", record.id, removed))
     if any(change.changed for change in changes):
         record = _changed(conn, record, before, at)
@@ -96,7 +96,7 @@ class MemoryEntities(RepositoryCore):
     """Attaches entities to records and removes them."""
 
     def attach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
-        """Link entities (`KIND:NAME`, or the id of a stored entity) to a record; one
+        """Attach entities (`KIND:NAME`, or the id of a stored entity) to a record; one
         `LinkChange` per entity, `changed` False where the record already had it.
 
         Args:
@@ -115,7 +115,7 @@ class MemoryEntities(RepositoryCore):
             return attach(conn, record, resolved, self._store.clock())[1]
 
     def detach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
-        """Unlink entities from a record; `changed` False where it did not have one.
+        """Detach entities from a record; `changed` False where it did not have one.
 
         Args:
             record_id: The record (`mem_...`).
