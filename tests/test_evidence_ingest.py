@@ -18,7 +18,7 @@ from sqlalchemy import Connection, insert, select
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
-from lantern.evidence import writing
+from lantern.evidence import documents
 from lantern.evidence.records import IngestSummary, SkippedPath, Source
 from lantern.store.models import chunks as chunks_table
 from lantern.store.models import embeddings as embeddings_table
@@ -327,13 +327,13 @@ def test_a_failed_replace_changes_nothing(
     path = write(files / "doc.txt", "\n\n".join(words(20, f"p{i}_") for i in range(3)))
     lt.evidence.ingest_path(files, target_size=150)
     before = source(lt, path)
-    original = writing.Writes.execute
+    original = documents.Writes.execute
 
-    def fail_after_writing(self: writing.Writes, conn: Connection) -> None:
+    def fail_after_writing(self: documents.Writes, conn: Connection) -> None:
         original(self, conn)
         raise RuntimeError("disk unplugged")
 
-    monkeypatch.setattr(writing.Writes, "execute", fail_after_writing)
+    monkeypatch.setattr(documents.Writes, "execute", fail_after_writing)
     write(path, "completely different text")
     with pytest.raises(RuntimeError, match="disk unplugged"):
         lt.evidence.ingest_path(files, target_size=150)

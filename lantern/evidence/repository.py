@@ -1,7 +1,7 @@
 """The evidence repository: sources chunked in, found again by keyword, inspected and removed.
 
 Every rule about evidence lives here once, for the CLI, the Python API and the MCP server; the
-write path is `lantern.evidence.writing`, row reading `lantern.evidence.reading`, argument
+write path is `lantern.evidence.documents`, row reading `lantern.evidence.rows`, argument
 checks `lantern.evidence.inputs`.
 
 Transactions: `ingest_text`, `remove_source` and every read are one transaction each. An
@@ -29,6 +29,13 @@ from lantern.errors import InvalidInput, NotFound, Param
 from lantern.evidence import inputs
 from lantern.evidence.chunking import DEFAULT_TARGET_SIZE
 from lantern.evidence.chunkvectors import embed_after_ingest
+from lantern.evidence.documents import (
+    Document,
+    delete_sources,
+    detect_text_kind,
+    file_document,
+    write_documents,
+)
 from lantern.evidence.files import (
     MAX_FILE_BYTES,
     directory_uri_prefix,
@@ -36,7 +43,6 @@ from lantern.evidence.files import (
     read_file,
     select_files,
 )
-from lantern.evidence.reading import find_source, load_chunks, source_select, starts_with, to_source
 from lantern.evidence.records import (
     Chunk,
     ChunkDetail,
@@ -47,14 +53,8 @@ from lantern.evidence.records import (
     SkippedPath,
     Source,
 )
+from lantern.evidence.rows import find_source, load_chunks, source_select, starts_with, to_source
 from lantern.evidence.search import SearchFilters, search_chunks
-from lantern.evidence.writing import (
-    Document,
-    delete_sources,
-    detect_text_kind,
-    file_document,
-    write_documents,
-)
 from lantern.retrieval.modes import KEYWORD_MODES, SEARCH_MODES, SearchMode, SearchSummary
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.dialect import serialize_writers
