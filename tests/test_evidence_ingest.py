@@ -511,7 +511,7 @@ def test_a_file_reached_twice_is_ingested_once_and_kind_can_be_forced(
 
 
 def test_batches_and_progress(lt: Lantern, files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("lantern.evidence.repository.BATCH_FILES", 2)
+    monkeypatch.setattr("lantern.evidence.writes.BATCH_FILES", 2)
     for i in range(5):
         write(files / f"f{i}.txt", f"file number {i}")
     write(files / "z.bin", b"\x00")
@@ -598,7 +598,7 @@ def test_files_over_the_size_limit_are_skipped_unread(
     lt: Lantern, files: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("lantern.evidence.files.MAX_FILE_BYTES", 100)
-    monkeypatch.setattr("lantern.evidence.repository.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("lantern.evidence.writes.MAX_FILE_BYTES", 100)
     big = write(files / "big.md", "x" * 200)
     write(files / "small.md", "fine")
     summary = lt.evidence.ingest_path(files)
