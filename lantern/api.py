@@ -125,9 +125,7 @@ class Lantern:
         and show of memory records stays within `scopes`."""
         from lantern.entities.repository import EntityRepository
 
-        return EntityRepository(
-            self.store, fence=self.scopes.clauses, restricted=self.scopes.restricted
-        )
+        return EntityRepository(self.store, self.scopes)
 
     def entity_show(self, entity: str, *, limit: int = 20, after: str | None = None) -> EntityView:
         """An entity (`KIND:NAME` or its id) with a page of its chunks and of the memory records

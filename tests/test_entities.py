@@ -432,14 +432,14 @@ def test_extract_reads_again_what_older_rules_read(lt: Lantern) -> None:
 def test_extract_resumes_after_an_interrupted_run(
     lt: Lantern, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lantern.entities import repository
+    from lantern.entities import writes
 
     for n in range(7):
         lt.evidence.ingest_text(f"note://{n}", f"see https://example.org/{n}", kind="markdown")
     with lt.store.write() as conn:  # as if they were stored before extraction existed
         conn.execute(entity_scans.delete())
         conn.execute(chunk_entities.delete())
-    monkeypatch.setattr(repository, "EXTRACT_BATCH", 3)
+    monkeypatch.setattr(writes, "EXTRACT_BATCH", 3)
 
     def interrupt(done: int, total: int) -> None:
         raise KeyboardInterrupt
