@@ -20,7 +20,7 @@ from lantern.entities.records import EntityRef, LinkChange
 from lantern.errors import InvalidInput
 from lantern.memory import history
 from lantern.memory.changes import set_fields
-from lantern.memory.core import RepositoryCore
+from lantern.memory.core import MemoryCore
 from lantern.memory.records import MemoryRecord
 from lantern.memory.rows import require
 
@@ -92,7 +92,7 @@ def _changed(
     return dataclasses.replace(record, updated_at=at)
 
 
-class MemoryEntities(RepositoryCore):
+class MemoryEntities(MemoryCore):
     """Attaches entities to records and removes them."""
 
     def attach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:

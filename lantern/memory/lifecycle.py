@@ -11,7 +11,7 @@ from lantern.errors import Conflict, NotFound, PolicyRefused
 from lantern.memory import fts, history, identity, recordvectors
 from lantern.memory.chains import successor_id
 from lantern.memory.changes import set_status
-from lantern.memory.core import RepositoryCore
+from lantern.memory.core import MemoryCore
 from lantern.memory.filters import LIST_ORDER
 from lantern.memory.records import ForgetReport, MemoryRecord
 from lantern.memory.rows import fetch, require, row_to_record
@@ -22,7 +22,7 @@ from lantern.store.models import memory_refs as refs_table
 _BATCH = 500
 
 
-class MemoryLifecycle(RepositoryCore):
+class MemoryLifecycle(MemoryCore):
     """Moves records between statuses, and removes them for good."""
 
     def archive(self, record_id: str) -> MemoryRecord:

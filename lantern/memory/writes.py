@@ -29,7 +29,7 @@ from lantern.errors import (
 from lantern.memory import fts, history, identity, recordvectors, refs
 from lantern.memory.chains import check_supersedable, successor_id
 from lantern.memory.changes import insert_new, insert_records, plain_refs, retire, set_fields
-from lantern.memory.core import RepositoryCore
+from lantern.memory.core import MemoryCore
 from lantern.memory.entities import attach
 from lantern.memory.records import MemoryRecord, freeze_refs
 from lantern.memory.rows import require
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-class MemoryWrites(RepositoryCore):
+class MemoryWrites(MemoryCore):
     """Adds and revises records."""
 
     def add(
