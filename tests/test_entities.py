@@ -359,6 +359,13 @@ def test_chunk_attach_and_detach(lt: Lantern) -> None:
     assert _count(lt, entities) == 0
 
 
+def test_entity_view_is_still_importable_from_the_facade() -> None:
+    import lantern.api
+    from lantern.memory.records import EntityView
+
+    assert lantern.api.EntityView is EntityView
+
+
 def test_attach_and_detach_keep_their_earlier_names(lt: Lantern) -> None:
     lt.evidence.ingest_text("note://a", "plain words", kind="markdown")
     chunk = lt.evidence.get_source("note://a").chunks[0].id  # type: ignore[index]

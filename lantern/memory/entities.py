@@ -1,4 +1,5 @@
-"""A memory record's entities: attached by the caller, kept in the record's history.
+"""A memory record's entities: attached by the caller, kept in the record's history; and an
+entity shown with the records about it.
 
 Linking an entity to a record is a change to the record like a change of its references: it
 is written in the record's transaction, moves `updated_at`, and is appended to the history as
@@ -11,18 +12,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
-from lantern.entities import links
+from lantern.entities import cursor, links
 from lantern.entities import names as entity_names
-from lantern.entities.records import EntityRef, LinkChange
+from lantern.entities.records import EntityChunk, EntityRef, LinkChange
 from lantern.errors import InvalidInput
 from lantern.memory import history
 from lantern.memory.changes import set_fields
 from lantern.memory.core import MemoryCore
-from lantern.memory.records import MemoryRecord
+from lantern.memory.records import EntityView, MemoryRecord
 from lantern.memory.rows import require
+
+if TYPE_CHECKING:
+    from lantern.entities.repository import EntityRepository
+    from lantern.memory.reads import MemoryReads
 
 
 def texts(refs: Sequence[EntityRef]) -> list[str]:
@@ -141,3 +147,41 @@ class MemoryEntities(MemoryCore):
 
 def _none_given() -> InvalidInput:
     return InvalidInput("name at least one entity (KIND:NAME)")
+
+
+def show_entity(
+    entities: EntityRepository, records: MemoryReads, entity: str, *, limit: int, after: str | None
+) -> EntityView:
+    """An entity with a page of the chunks that mention it and of the records about it (every
+    status, in list order, within the scopes of `records`), `limit` of each; `after`, a page's
+    `next_cursor`, continues whichever of the two lists is not done.
+
+    Here rather than in `lantern.entities` because the records half is this package's listing,
+    which that one sits below; the cursor's format is `lantern.entities.cursor`'s.
+    """
+    found = entities.get(entity)
+    chunks_at, chunks_done, memories_at, memories_done = None, False, None, False
+    if after is not None:
+        chunks_at, chunks_done, memories_at, memories_done = cursor.show_position(after)
+    chunk_page: list[EntityChunk] = []
+    next_chunks = None
+    if not chunks_done:
+        chunk_page, next_chunks = entities.chunks(found.id, limit=limit, after=chunks_at)
+    memory_page: list[MemoryRecord] = []
+    next_memories = None
+    if not memories_done:
+        page = records.list(
+            entity=found.id, status="all", include_expired=True, limit=limit, after=memories_at
+        )
+        memory_page, next_memories = list(page), page.next_cursor
+    more = next_chunks is not None or next_memories is not None
+    return EntityView(
+        entity=found,
+        chunks=tuple(chunk_page),
+        memories=tuple(memory_page),
+        next_cursor=cursor.show_cursor(
+            next_chunks, next_chunks is None, next_memories, next_memories is None
+        )
+        if more
+        else None,
+    )
