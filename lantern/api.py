@@ -26,6 +26,8 @@ from lantern.errors import (
     SchemaMismatch,
     StoreIOError,
 )
+from lantern.memory.entities import show_entity
+from lantern.memory.records import EntityView
 from lantern.memory.repository import MemoryRepository
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store import migrations
@@ -36,19 +38,21 @@ from lantern.store.location import StoreLocation, resolve
 if TYPE_CHECKING:
     # Imported where used: a command that lists memories should not pay for ingest, health
     # checks or export (see the architecture note on import time).
-    from lantern.entities.records import EntityChunk, EntitySummary, LinkChange
+    from lantern.entities.records import LinkChange
     from lantern.entities.repository import EntityRepository
     from lantern.evidence.repository import EvidenceRepository
     from lantern.maintenance.backup import BackupReport
     from lantern.maintenance.health import HealthReport
     from lantern.maintenance.inspection import Inspection
     from lantern.maintenance.rebuild import RebuildReport
-    from lantern.memory.records import MemoryRecord
     from lantern.semantic.backfill import EmbedSummary
     from lantern.semantic.coverage import Coverage
     from lantern.store.settings import EmbeddingSettings
     from lantern.transfer.foreign import ForeignImport
     from lantern.transfer.jsonl import TransferReport
+
+__all__ = ["CITED_BY_LIMIT", "EntityView", "Lantern", "StoreStatus", "abandonable"]
+"""`EntityView` is defined beside the records it holds and named here too, as before."""
 
 CITED_BY_LIMIT = 1_000
 """At most this many citing records are listed beside a source or chunk."""
@@ -86,26 +90,6 @@ class StoreStatus:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class EntityView:
-    """An entity with a page of the chunks that mention it and of the memory records about it
-    (`lantern entity show`); `next_cursor` continues both, None when both are done."""
-
-    entity: EntitySummary
-    chunks: tuple[EntityChunk, ...]
-    memories: tuple[MemoryRecord, ...]
-    next_cursor: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        """The entity's keys, then `chunks`, `memories` and `next_cursor`."""
-        return {
-            **self.entity.to_json(),
-            "chunks": [chunk.to_json() for chunk in self.chunks],
-            "memories": [record.to_json() for record in self.memories],
-            "next_cursor": self.next_cursor,
-        }
-
-
 @checked
 class Lantern:
     """An open store. Use as a context manager, or call `close()`."""
@@ -129,9 +113,7 @@ class Lantern:
         and show of memory records stays within `scopes`."""
         from lantern.entities.repository import EntityRepository
 
-        return EntityRepository(
-            self.store, fence=self.scopes.clauses, restricted=self.scopes.restricted
-        )
+        return EntityRepository(self.store, self.scopes)
 
     def entity_show(self, entity: str, *, limit: int = 20, after: str | None = None) -> EntityView:
         """An entity (`KIND:NAME` or its id) with a page of its chunks and of the memory records
@@ -154,34 +136,7 @@ class Lantern:
             NotFound: No such entity, or none the caller's scopes may see.
             InvalidInput: A malformed entity, limit or cursor.
         """
-        from lantern.entities import cursor
-
-        found = self.entities.get(entity)
-        chunks_at, chunks_done, memories_at, memories_done = None, False, None, False
-        if after is not None:
-            chunks_at, chunks_done, memories_at, memories_done = cursor.show_position(after)
-        chunk_page: list[EntityChunk] = []
-        next_chunks = None
-        if not chunks_done:
-            chunk_page, next_chunks = self.entities.chunks(found.id, limit=limit, after=chunks_at)
-        memory_page: list[MemoryRecord] = []
-        next_memories = None
-        if not memories_done:
-            page = self.memory.list(
-                entity=found.id, status="all", include_expired=True, limit=limit, after=memories_at
-            )
-            memory_page, next_memories = list(page), page.next_cursor
-        more = next_chunks is not None or next_memories is not None
-        return EntityView(
-            entity=found,
-            chunks=tuple(chunk_page),
-            memories=tuple(memory_page),
-            next_cursor=cursor.show_cursor(
-                next_chunks, next_chunks is None, next_memories, next_memories is None
-            )
-            if more
-            else None,
-        )
+        return show_entity(self.entities, self.memory, entity, limit=limit, after=after)
 
     def attach_entities(
         self,
@@ -190,14 +145,14 @@ class Lantern:
         chunk: str | None = None,
         memory: str | None = None,
     ) -> list[LinkChange]:
-        """Link entities (`KIND:NAME`, or stored entities' ids) to a chunk or to a memory
+        """Attach entities (`KIND:NAME`, or stored entities' ids) to a chunk or to a memory
         record, whichever is given; one `LinkChange` per entity.
 
         Args:
             entities: One entity or a list of them (at most 1,000), each `KIND:NAME` or a stored
                 entity's id; a `KIND:NAME` not stored yet is created.
-            chunk: The id of the chunk (`chk_...`) to link them to; give this or `memory`.
-            memory: The id of the memory record (`mem_...`) to link them to; give this or `chunk`.
+            chunk: The id of the chunk (`chk_...`) to attach them to; give this or `memory`.
+            memory: The id of the memory record (`mem_...`) to attach them to; give this or `chunk`.
 
         Returns:
             One `LinkChange` per entity, `changed` False where the link was already there.
@@ -209,7 +164,7 @@ class Lantern:
         """
         kind, target = _link_target(chunk, memory)
         if kind == "chunk":
-            return self.entities.attach(target, entities)
+            return self.entities.attach_entities(target, entities)
         return self.memory.attach_entities(target, entities)
 
     def detach_entities(
@@ -219,13 +174,13 @@ class Lantern:
         chunk: str | None = None,
         memory: str | None = None,
     ) -> list[LinkChange]:
-        """Unlink entities from a chunk or a memory record, whichever is given; an entity that
+        """Detach entities from a chunk or a memory record, whichever is given; an entity that
         nothing links any more is removed.
 
         Args:
             entities: One entity or a list of them, each `KIND:NAME` or a stored entity's id.
-            chunk: The id of the chunk (`chk_...`) to unlink them from; give this or `memory`.
-            memory: The id of the memory record (`mem_...`) to unlink them from; give this or
+            chunk: The id of the chunk (`chk_...`) to detach them from; give this or `memory`.
+            memory: The id of the memory record (`mem_...`) to detach them from; give this or
                 `chunk`.
 
         Returns:
@@ -237,7 +192,7 @@ class Lantern:
         """
         kind, target = _link_target(chunk, memory)
         if kind == "chunk":
-            return self.entities.detach(target, entities)
+            return self.entities.detach_entities(target, entities)
         return self.memory.detach_entities(target, entities)
 
     @classmethod
@@ -518,36 +473,14 @@ class Lantern:
             MissingDependency: `on_write` is set and the provider it would use cannot run here.
         """
         self._whole_store("settings")
-        from lantern.embeddings.registry import available_providers, resolve_provider
-        from lantern.semantic.plan import provider_for
-        from lantern.store.settings import set_embedding_settings
+        from lantern.semantic.plan import configure
 
-        if default_model is not None and clear_default_model:
-            raise InvalidInput("give either a default model or clear it, not both")
-        if default_model is not None:
-            if not isinstance(default_model, str) or not default_model.strip():
-                raise InvalidInput("the default model must be an embedding provider's name")
-            default_model = default_model.strip()
-            known = available_providers()
-            if default_model not in known:
-                raise InvalidInput(
-                    f"unknown embedding provider {default_model!r}; available: "
-                    f"{', '.join(known) or 'none are installed'}"
-                )
-        if on_write:
-            # Refuses a provider that cannot run here, before anything is written.
-            if clear_default_model:
-                resolve_provider()
-            else:
-                provider_for(self.store, default_model)
-        with self.store.write() as conn:
-            set_embedding_settings(
-                conn,
-                default_model=default_model,
-                clear_model=clear_default_model,
-                on_write=on_write,
-            )
-        return self.embedding_settings()
+        return configure(
+            self.store,
+            default_model=default_model,
+            clear_default_model=clear_default_model,
+            on_write=on_write,
+        )
 
     def upgrade(self, *, backup: bool = True) -> migrations.UpgradeReport:
         """Bring the store to the current schema, backing up a SQLite file first.

@@ -151,7 +151,7 @@ def store(lt: Lantern, tmp_path: Path) -> Iterator[tuple[Lantern, str, str]]:
     chunks = lt.evidence.get_source(ingested.source.id).chunks
     assert chunks
     chunk = chunks[0].id
-    lt.entities.attach(chunk, ["person:Ada"])
+    lt.entities.attach_entities(chunk, ["person:Ada"])
     yield lt, record.id, chunk
 
 

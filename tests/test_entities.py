@@ -335,7 +335,7 @@ def test_bad_entities_change_nothing(lt: Lantern) -> None:
         lambda: lt.memory.attach_entities(record.id, ["person:Ada", "email:bob"]),
         lambda: lt.memory.attach_entities(record.id, ["ent_0000000000000000"]),
         lambda: lt.memory.attach_entities("mem_0000000000000000", ["person:Ada"]),
-        lambda: lt.entities.attach("chk_0000000000000000", ["person:Ada"]),
+        lambda: lt.entities.attach_entities("chk_0000000000000000", ["person:Ada"]),
         lambda: lt.memory.list(entity=["person:"]),
     ):
         with pytest.raises((InvalidInput, NotFound)):
@@ -349,12 +349,30 @@ def test_chunk_attach_and_detach(lt: Lantern) -> None:
     lt.evidence.ingest_text("note://a", "plain words", kind="markdown")
     chunk = lt.evidence.get_source("note://a").chunks[0].id  # type: ignore[index]
     assert [
-        c.changed for c in lt.entities.attach(chunk, ["project:lantern", "project:Lantern"])
+        c.changed
+        for c in lt.entities.attach_entities(chunk, ["project:lantern", "project:Lantern"])
     ] == [True]
     assert [e.name for e in lt.evidence.get_chunk(chunk).chunk.entities] == ["lantern"]
-    assert [c.changed for c in lt.entities.detach(chunk, ["project:lantern"])] == [True]
+    assert [c.changed for c in lt.entities.detach_entities(chunk, ["project:lantern"])] == [True]
     with pytest.raises(NotFound, match="no entity mention:ada"):
-        lt.entities.detach(chunk, ["mention:ada"])
+        lt.entities.detach_entities(chunk, ["mention:ada"])
+    assert _count(lt, entities) == 0
+
+
+def test_entity_view_is_still_importable_from_the_facade() -> None:
+    import lantern.api
+    from lantern.memory.records import EntityView
+
+    assert lantern.api.EntityView is EntityView
+
+
+def test_attach_and_detach_keep_their_earlier_names(lt: Lantern) -> None:
+    lt.evidence.ingest_text("note://a", "plain words", kind="markdown")
+    chunk = lt.evidence.get_source("note://a").chunks[0].id  # type: ignore[index]
+    attached = lt.entities.attach(chunk, entity="place:Lisbon")
+    assert [(c.entity.name, c.changed) for c in attached] == [("Lisbon", True)]
+    assert [c.changed for c in lt.entities.attach(chunk, ["place:Lisbon"])] == [False]
+    assert [c.changed for c in lt.entities.detach(chunk, entity=["place:Lisbon"])] == [True]
     assert _count(lt, entities) == 0
 
 
@@ -421,14 +439,14 @@ def test_extract_reads_again_what_older_rules_read(lt: Lantern) -> None:
 def test_extract_resumes_after_an_interrupted_run(
     lt: Lantern, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lantern.entities import repository
+    from lantern.entities import writes
 
     for n in range(7):
         lt.evidence.ingest_text(f"note://{n}", f"see https://example.org/{n}", kind="markdown")
     with lt.store.write() as conn:  # as if they were stored before extraction existed
         conn.execute(entity_scans.delete())
         conn.execute(chunk_entities.delete())
-    monkeypatch.setattr(repository, "EXTRACT_BATCH", 3)
+    monkeypatch.setattr(writes, "EXTRACT_BATCH", 3)
 
     def interrupt(done: int, total: int) -> None:
         raise KeyboardInterrupt

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, insert, select
 
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
-from lantern.evidence import writing
+from lantern.evidence import documents
 from lantern.evidence.records import IngestSummary, SkippedPath, Source
 from lantern.store.models import chunks as chunks_table
 from lantern.store.models import embeddings as embeddings_table
@@ -327,13 +327,13 @@ def test_a_failed_replace_changes_nothing(
     path = write(files / "doc.txt", "\n\n".join(words(20, f"p{i}_") for i in range(3)))
     lt.evidence.ingest_path(files, target_size=150)
     before = source(lt, path)
-    original = writing.Writes.execute
+    original = documents.Writes.execute
 
-    def fail_after_writing(self: writing.Writes, conn: Connection) -> None:
+    def fail_after_writing(self: documents.Writes, conn: Connection) -> None:
         original(self, conn)
         raise RuntimeError("disk unplugged")
 
-    monkeypatch.setattr(writing.Writes, "execute", fail_after_writing)
+    monkeypatch.setattr(documents.Writes, "execute", fail_after_writing)
     write(path, "completely different text")
     with pytest.raises(RuntimeError, match="disk unplugged"):
         lt.evidence.ingest_path(files, target_size=150)
@@ -511,7 +511,7 @@ def test_a_file_reached_twice_is_ingested_once_and_kind_can_be_forced(
 
 
 def test_batches_and_progress(lt: Lantern, files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("lantern.evidence.repository.BATCH_FILES", 2)
+    monkeypatch.setattr("lantern.evidence.writes.BATCH_FILES", 2)
     for i in range(5):
         write(files / f"f{i}.txt", f"file number {i}")
     write(files / "z.bin", b"\x00")
@@ -598,7 +598,7 @@ def test_files_over_the_size_limit_are_skipped_unread(
     lt: Lantern, files: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("lantern.evidence.files.MAX_FILE_BYTES", 100)
-    monkeypatch.setattr("lantern.evidence.repository.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("lantern.evidence.writes.MAX_FILE_BYTES", 100)
     big = write(files / "big.md", "x" * 200)
     write(files / "small.md", "fine")
     summary = lt.evidence.ingest_path(files)

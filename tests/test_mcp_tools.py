@@ -23,7 +23,7 @@ from lantern.entities.repository import EntityRepository
 from lantern.errors import InvalidInput
 from lantern.evidence import chunking
 from lantern.evidence import inputs as evidence_inputs
-from lantern.evidence import repository as evidence_repository
+from lantern.evidence import reads as evidence_reads
 from lantern.evidence.files import MAX_FILE_BYTES
 from lantern.evidence.repository import EvidenceRepository
 from lantern.mcpserver import arguments, evidence_tools, outputs
@@ -171,7 +171,7 @@ def test_descriptions_say_what_not_when(name: str) -> None:
 
 def test_evidence_limits_match_the_repository() -> None:
     assert evidence_tools.MAX_TEXT_BYTES == MAX_FILE_BYTES
-    assert evidence_tools.MAX_CHUNK_PAGE == evidence_repository.MAX_CHUNK_PAGE
+    assert evidence_tools.MAX_CHUNK_PAGE == evidence_reads.MAX_CHUNK_PAGE
     assert evidence_tools.MAX_CONTEXT == evidence_inputs.MAX_CONTEXT
     assert evidence_tools.MAX_TARGET_SIZE == evidence_inputs.MAX_TARGET_SIZE
     assert evidence_tools.MAX_URI_CHARS == evidence_inputs.MAX_URI_CHARS

@@ -233,6 +233,7 @@ def test_commands_refuse_a_legacy_store_until_it_is_upgraded(
         "legacy_generation": generation,
         "needs_upgrade": True,
         "embeddings": None,  # counted only on a current store
+        "word_index": None,
     }
     assert file_state(path) == before
 

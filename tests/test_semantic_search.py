@@ -116,7 +116,7 @@ def test_stored_vectors_are_the_providers_little_endian_float32(
 
 
 def test_an_interrupted_embed_resumes(lt: Lantern, records: dict[str, str]) -> None:
-    from lantern.memory.vectors import embed_missing
+    from lantern.memory.recordvectors import embed_missing
 
     class Failing(HashingProvider):
         calls = 0
@@ -331,6 +331,27 @@ def test_writes_embed_when_the_store_says_so(lt: Lantern) -> None:
     assert lt.embedding_settings().default_model is None
     with pytest.raises(InvalidInput, match="unknown embedding provider 'bert'"):
         lt.set_embedding_settings(default_model="bert")
+
+
+def test_bad_embedding_settings_are_refused_before_anything_is_written(lt: Lantern) -> None:
+    before = lt.embedding_settings()
+    refused = {
+        "give either a default model or clear it, not both": {
+            "default_model": "hashing",
+            "clear_default_model": True,
+        },
+        "the default model must be an embedding provider's name": {"default_model": "  "},
+        "unknown embedding provider 'bert'; available: ": {
+            "default_model": "bert",
+            "on_write": True,
+        },
+    }
+    for message, arguments in refused.items():
+        with pytest.raises(InvalidInput) as caught:
+            lt.set_embedding_settings(**arguments)  # type: ignore[arg-type]
+        assert caught.value.message.startswith(message)
+    assert lt.embedding_settings() == before
+    assert lt.set_embedding_settings(default_model=" hashing ").default_model == "hashing"
 
 
 def test_a_write_asks_whether_to_embed_inside_its_own_transaction(lt: Lantern) -> None:

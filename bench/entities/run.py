@@ -176,7 +176,7 @@ def ingest_rows(count: int) -> None:
 
     from lantern.api import Lantern
     from lantern.entities.names import EntityName
-    from lantern.evidence import writing
+    from lantern.evidence import documents
 
     def no_entities(text: str, source_kind: str | None = None) -> list[EntityName]:
         return []
@@ -189,7 +189,9 @@ def ingest_rows(count: int) -> None:
         for extracting in (True, False):
             # Without: ingest's own name for the extractor finds nothing, for this run only.
             switch: AbstractContextManager[object] = (
-                nullcontext() if extracting else mock.patch.object(writing, "extract", no_entities)
+                nullcontext()
+                if extracting
+                else mock.patch.object(documents, "extract", no_entities)
             )
             with (
                 switch,

@@ -7,6 +7,10 @@ everything that named it; entities of legacy stores that were never linked stay 
 
 Entity rows are inserted skipping existing keys. A legacy store may hold the same kind and
 name under an id computed otherwise; that row's id is then used (`ensure`).
+
+One verb from the command line down: an entity is attached to, and detached from, a chunk or a
+record (`lantern entity attach`, `Lantern.attach_entities`, `attach_to_chunks` here); a link
+is what attaching makes.
 """
 
 from __future__ import annotations
@@ -74,25 +78,25 @@ def ensure_counted(
     return ids, added
 
 
-def link_chunks(conn: Connection, links: Sequence[tuple[str, str]]) -> int:
+def attach_to_chunks(conn: Connection, links: Sequence[tuple[str, str]]) -> int:
     """Add `(chunk_id, entity_id)` links, skipping those that exist; how many were added."""
     rows = [{"chunk_id": chunk, "entity_id": entity} for chunk, entity in dict.fromkeys(links)]
     return _insert_new(conn, chunk_entities, rows)
 
 
-def link_records(conn: Connection, links: Sequence[tuple[str, str]]) -> int:
+def attach_to_records(conn: Connection, links: Sequence[tuple[str, str]]) -> int:
     """Add `(record_id, entity_id)` links, skipping those that exist; how many were added."""
     rows = [{"record_id": record, "entity_id": entity} for record, entity in dict.fromkeys(links)]
     return _insert_new(conn, memory_entities, rows)
 
 
-def link_found(
+def attach_found(
     conn: Connection, found: Sequence[tuple[str, EntityName]], scanned: Sequence[str], version: int
 ) -> tuple[int, int]:
-    """Link chunks to the entities found in them, and mark `scanned` as read by this version
+    """Attach to chunks the entities found in them, and mark `scanned` as read by this version
     of the extractor; `(links added, entities added)`."""
     ids, entities_added = ensure_counted(conn, (entity for _chunk, entity in found))
-    added = link_chunks(conn, [(chunk, ids[entity]) for chunk, entity in found])
+    added = attach_to_chunks(conn, [(chunk, ids[entity]) for chunk, entity in found])
     mark_scanned(conn, scanned, version)
     return added, entities_added
 
@@ -111,7 +115,7 @@ def mark_scanned(conn: Connection, chunk_ids: Sequence[str], extractor: int) -> 
     )
 
 
-def unlink_chunk(conn: Connection, chunk_id: str, entity_id: str) -> bool:
+def detach_from_chunk(conn: Connection, chunk_id: str, entity_id: str) -> bool:
     removed = conn.execute(
         delete(chunk_entities).where(
             chunk_entities.c.chunk_id == chunk_id, chunk_entities.c.entity_id == entity_id
@@ -121,7 +125,7 @@ def unlink_chunk(conn: Connection, chunk_id: str, entity_id: str) -> bool:
     return bool(removed)
 
 
-def unlink_record(conn: Connection, record_id: str, entity_id: str) -> bool:
+def detach_from_record(conn: Connection, record_id: str, entity_id: str) -> bool:
     removed = conn.execute(
         delete(memory_entities).where(
             memory_entities.c.record_id == record_id, memory_entities.c.entity_id == entity_id

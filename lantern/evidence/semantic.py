@@ -20,9 +20,9 @@ from typing import Any
 
 from sqlalchemy import Select, bindparam, exists, func, select
 
+from lantern.evidence.chunkvectors import SEARCHABLE
 from lantern.evidence.records import SearchHit
 from lantern.evidence.search import ELLIPSIS, SNIPPET_TOKENS, SearchFilters, search_chunks
-from lantern.evidence.vectors import SEARCHABLE
 from lantern.retrieval.fusion import DEPTH, fuse
 from lantern.retrieval.modes import SearchMode
 from lantern.retrieval.query import ParsedQuery

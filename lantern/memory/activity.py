@@ -28,7 +28,7 @@ from sqlalchemy import (
 
 from lantern import validation
 from lantern.errors import InvalidInput
-from lantern.memory.core import RepositoryCore
+from lantern.memory.core import MemoryCore
 from lantern.memory.filters import scope_clause
 from lantern.memory.history import forgotten_in
 from lantern.memory.records import DayCount, HistoryEntry, MemoryStats, Page
@@ -45,7 +45,7 @@ _DAY_SECONDS = literal_column(str(DAY), Integer)
 """A literal, not a bound value: the day expression must read the same in SELECT and GROUP BY."""
 
 
-class MemoryActivity(RepositoryCore):
+class MemoryActivity(MemoryCore):
     """Counts and recent changes over the records within the scopes."""
 
     def stats(

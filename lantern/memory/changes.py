@@ -72,15 +72,15 @@ Named = Mapping[str, Sequence[EntityName]]
 """The entities of records being inserted, by record id."""
 
 
-def _link_entities(
+def _attach_entities(
     conn: Connection, written: list[MemoryRecord], named: Named
 ) -> dict[str, list[str]]:
-    """Link the written records to their entities; each record's entities as `KIND:NAME`."""
+    """Attach the written records' entities to them; each record's entities as `KIND:NAME`."""
     wanted = [entity for record in written for entity in named.get(record.id, ())]
     if not wanted:
         return {}
     ids = entity_links.ensure(conn, wanted)
-    entity_links.link_records(
+    entity_links.attach_to_records(
         conn, [(record.id, ids[e]) for record in written for e in named.get(record.id, ())]
     )
     return {record.id: [str(e) for e in named.get(record.id, ())] for record in written}
@@ -114,7 +114,7 @@ def insert_records(
     written = [record for record in records if record.id in inserted]
     fts.index(conn, [(record.id, record.content) for record in written])
     refs.write(conn, [(record.id, record.source_refs) for record in written])
-    linked = _link_entities(conn, written, named or {})
+    linked = _attach_entities(conn, written, named or {})
     history.append(conn, [history.created(record, linked.get(record.id, ())) for record in written])
     return inserted
 
@@ -137,7 +137,7 @@ def insert_record(
         return False
     fts.index(conn, [(record.id, record.content)])
     refs.write(conn, [(record.id, record.source_refs)])
-    linked = _link_entities(conn, [record], {record.id: entities})
+    linked = _attach_entities(conn, [record], {record.id: entities})
     history.append(conn, [history.created(record, linked.get(record.id, ()))])
     return True
 

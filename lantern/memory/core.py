@@ -21,7 +21,7 @@ from lantern.store.prepared import Prepared, driver_of
 _MAX_SHAPES = 256
 
 
-class RepositoryCore:
+class MemoryCore:
     """The state every part of `MemoryRepository` works with.
 
     `scopes` confines every read and write to those scopes (`lantern.memory.scopes`): each

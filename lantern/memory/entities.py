@@ -1,4 +1,5 @@
-"""A memory record's entities: attached by the caller, kept in the record's history.
+"""A memory record's entities: attached by the caller, kept in the record's history; and an
+entity shown with the records about it.
 
 Linking an entity to a record is a change to the record like a change of its references: it
 is written in the record's transaction, moves `updated_at`, and is appended to the history as
@@ -11,18 +12,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
-from lantern.entities import links
+from lantern.entities import cursor, links
 from lantern.entities import names as entity_names
-from lantern.entities.records import EntityRef, LinkChange
+from lantern.entities.records import EntityChunk, EntityRef, LinkChange
 from lantern.errors import InvalidInput
 from lantern.memory import history
 from lantern.memory.changes import set_fields
-from lantern.memory.core import RepositoryCore
-from lantern.memory.records import MemoryRecord
+from lantern.memory.core import MemoryCore
+from lantern.memory.records import EntityView, MemoryRecord
 from lantern.memory.rows import require
+
+if TYPE_CHECKING:
+    from lantern.entities.repository import EntityRepository
+    from lantern.memory.reads import MemoryReads
 
 
 def texts(refs: Sequence[EntityRef]) -> list[str]:
@@ -41,7 +47,7 @@ def attach(
     ids = links.ensure(conn, wanted)
     linked = {ref.id for ref in before}
     new = [(record.id, ids[name]) for name in wanted if ids[name] not in linked]
-    links.link_records(conn, new)
+    links.attach_to_records(conn, new)
     stored = links.lookup(conn, list(ids.values()))
     changes = [
         LinkChange(stored[ids[name]], "record", record.id, ids[name] not in linked)
@@ -65,7 +71,7 @@ def detach(
         ref = found.get(key)
         if ref is None:
             raise links.missing(key)
-        removed = ref.id in linked and links.unlink_record(conn, record.id, ref.id)
+        removed = ref.id in linked and links.detach_from_record(conn, record.id, ref.id)
         changes.append(LinkChange(ref, "record", record.id, removed))
     if any(change.changed for change in changes):
         record = _changed(conn, record, before, at)
@@ -92,11 +98,11 @@ def _changed(
     return dataclasses.replace(record, updated_at=at)
 
 
-class MemoryEntities(RepositoryCore):
+class MemoryEntities(MemoryCore):
     """Attaches entities to records and removes them."""
 
     def attach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
-        """Link entities (`KIND:NAME`, or the id of a stored entity) to a record; one
+        """Attach entities (`KIND:NAME`, or the id of a stored entity) to a record; one
         `LinkChange` per entity, `changed` False where the record already had it.
 
         Args:
@@ -115,7 +121,7 @@ class MemoryEntities(RepositoryCore):
             return attach(conn, record, resolved, self._store.clock())[1]
 
     def detach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
-        """Unlink entities from a record; `changed` False where it did not have one.
+        """Detach entities from a record; `changed` False where it did not have one.
 
         Args:
             record_id: The record (`mem_...`).
@@ -141,3 +147,41 @@ class MemoryEntities(RepositoryCore):
 
 def _none_given() -> InvalidInput:
     return InvalidInput("name at least one entity (KIND:NAME)")
+
+
+def show_entity(
+    entities: EntityRepository, records: MemoryReads, entity: str, *, limit: int, after: str | None
+) -> EntityView:
+    """An entity with a page of the chunks that mention it and of the records about it (every
+    status, in list order, within the scopes of `records`), `limit` of each; `after`, a page's
+    `next_cursor`, continues whichever of the two lists is not done.
+
+    Here rather than in `lantern.entities` because the records half is this package's listing,
+    which that one sits below; the cursor's format is `lantern.entities.cursor`'s.
+    """
+    found = entities.get(entity)
+    chunks_at, chunks_done, memories_at, memories_done = None, False, None, False
+    if after is not None:
+        chunks_at, chunks_done, memories_at, memories_done = cursor.show_position(after)
+    chunk_page: list[EntityChunk] = []
+    next_chunks = None
+    if not chunks_done:
+        chunk_page, next_chunks = entities.chunks(found.id, limit=limit, after=chunks_at)
+    memory_page: list[MemoryRecord] = []
+    next_memories = None
+    if not memories_done:
+        page = records.list(
+            entity=found.id, status="all", include_expired=True, limit=limit, after=memories_at
+        )
+        memory_page, next_memories = list(page), page.next_cursor
+    more = next_chunks is not None or next_memories is not None
+    return EntityView(
+        entity=found,
+        chunks=tuple(chunk_page),
+        memories=tuple(memory_page),
+        next_cursor=cursor.show_cursor(
+            next_chunks, next_chunks is None, next_memories, next_memories is None
+        )
+        if more
+        else None,
+    )

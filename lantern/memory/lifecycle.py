@@ -8,10 +8,10 @@ from sqlalchemy import delete, select, update
 
 from lantern.entities import links as entity_links
 from lantern.errors import Conflict, NotFound, PolicyRefused
-from lantern.memory import fts, history, identity, topk, vectors
+from lantern.memory import fts, history, identity, recordvectors, topk
 from lantern.memory.chains import successor_id
 from lantern.memory.changes import set_status
-from lantern.memory.core import RepositoryCore
+from lantern.memory.core import MemoryCore
 from lantern.memory.filters import LIST_ORDER
 from lantern.memory.records import ForgetReport, MemoryRecord
 from lantern.memory.rows import fetch, require, row_to_record
@@ -22,7 +22,7 @@ from lantern.store.models import memory_refs as refs_table
 _BATCH = 500
 
 
-class MemoryLifecycle(RepositoryCore):
+class MemoryLifecycle(MemoryCore):
     """Moves records between statuses, and removes them for good."""
 
     def archive(self, record_id: str) -> MemoryRecord:
@@ -169,7 +169,7 @@ class MemoryLifecycle(RepositoryCore):
                     ],
                 )
             fts.unindex(conn, record_id)
-            vectors.invalidate(conn, record_id)  # a vector says something of the content too
+            recordvectors.invalidate(conn, record_id)  # a vector says something of the content too
             conn.execute(delete(refs_table).where(refs_table.c.record_id == record_id))
             entity_links.forget_record(conn, record_id)
             conn.execute(delete(table).where(table.c.id == record_id))

@@ -15,7 +15,7 @@ from lantern.entities.records import EntityRef
 from lantern.errors import InvalidInput, Param
 from lantern.memory import fts, history, refs, search, topk
 from lantern.memory.chains import successor, walk
-from lantern.memory.core import RepositoryCore
+from lantern.memory.core import MemoryCore
 from lantern.memory.cursor import (
     SearchCursor,
     after_branches,
@@ -62,7 +62,7 @@ class _KeywordPlan:
     model: None = None
 
 
-class MemoryReads(RepositoryCore):
+class MemoryReads(MemoryCore):
     """Finds and explains records."""
 
     def get(self, record_id: str) -> MemoryRecord:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from lantern.entities.records import EntityChunk, EntitySummary
 from lantern.retrieval.modes import SearchSummary
 from lantern.validation import JSONObject
 
@@ -283,4 +284,24 @@ class MemoryStats:
             "scope_count": self.scope_count,
             "expired_active": self.expired_active,
             "changes_per_day": [day.to_json() for day in self.changes_per_day],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EntityView:
+    """An entity with a page of the chunks that mention it and of the memory records about it
+    (`lantern entity show`); `next_cursor` continues both, None when both are done."""
+
+    entity: EntitySummary
+    chunks: tuple[EntityChunk, ...]
+    memories: tuple[MemoryRecord, ...]
+    next_cursor: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entity's keys, then `chunks`, `memories` and `next_cursor`."""
+        return {
+            **self.entity.to_json(),
+            "chunks": [chunk.to_json() for chunk in self.chunks],
+            "memories": [record.to_json() for record in self.memories],
+            "next_cursor": self.next_cursor,
         }

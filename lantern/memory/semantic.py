@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, bindparam, exists, func, select
 
 from lantern.memory import fts, search, topk
-from lantern.memory.core import RepositoryCore
+from lantern.memory.core import MemoryCore
 from lantern.memory.cursor import (
     SearchCursor,
     after_branches,
@@ -73,7 +73,7 @@ class Request:
 class SemanticSearch:
     """One search of a repository (its store, scopes and compiled statements)."""
 
-    def __init__(self, core: RepositoryCore, request: Request) -> None:
+    def __init__(self, core: MemoryCore, request: Request) -> None:
         self._core = core
         self._store = core._store
         self._request = request
@@ -337,7 +337,7 @@ _TOTAL = select(func.count()).select_from(table)
 
 
 def count_without_vector(
-    core: RepositoryCore, conditions: Conditions, model: str, loaded: index.Loaded | None
+    core: MemoryCore, conditions: Conditions, model: str, loaded: index.Loaded | None
 ) -> int:
     """The records passing `conditions` and the scope policy that have no vector of `model`.
 
@@ -366,7 +366,7 @@ def count_without_vector(
 
 
 def similar_records(
-    core: RepositoryCore,
+    core: MemoryCore,
     record: MemoryRecord,
     plan: ModePlan,
     conditions: Conditions,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, select
 
 from lantern.indexes import place
-from lantern.memory.core import RepositoryCore
+from lantern.memory.core import MemoryCore
 from lantern.memory.cursor import ListKey, list_key
 from lantern.memory.filters import Conditions, MemoryFilter
 from lantern.memory.records import MemoryRecord
@@ -48,7 +48,7 @@ _declined: set[str] = set()
 _lock = threading.RLock()
 
 
-def ready_index(core: RepositoryCore) -> tuple[WordIndex, tantivy.Searcher] | None:
+def ready_index(core: MemoryCore) -> tuple[WordIndex, tantivy.Searcher] | None:
     """The store's word index caught up to now, with a searcher on it; None to search in the
     database instead. A small store without an index gets one here."""
     store = core._store
@@ -85,7 +85,7 @@ class Ranking:
 
     def __init__(
         self,
-        core: RepositoryCore,
+        core: MemoryCore,
         ready: tuple[WordIndex, tantivy.Searcher],
         parsed: ParsedQuery,
         filters: MemoryFilter,
@@ -136,7 +136,7 @@ class Ranking:
         return (found[record_id], score) if record_id in found else None
 
 
-def after_write(core: RepositoryCore) -> None:
+def after_write(core: MemoryCore) -> None:
     """Catch the store's word index up in the background after a committed write, so that
     the next search finds it current: a tantivy commit costs tens of milliseconds (it syncs
     every new file), which an agent's next turn usually hides. A search that comes first
@@ -194,7 +194,7 @@ class _CatchUp(threading.Thread):
             self.join()
 
 
-def rebuild_after_forget(core: RepositoryCore) -> None:
+def rebuild_after_forget(core: MemoryCore) -> None:
     """Build the store's word index again, if it has one, so that a forgotten record's words
     leave the disk now rather than at the next search (tantivy keeps a deleted document's
     words in its segments until they merge). If this fails or is killed, the next search finds
@@ -211,9 +211,7 @@ def rebuild_after_forget(core: RepositoryCore) -> None:
         return
 
 
-def _records(
-    core: RepositoryCore, conditions: Conditions, ids: list[str]
-) -> dict[str, MemoryRecord]:
+def _records(core: MemoryCore, conditions: Conditions, ids: list[str]) -> dict[str, MemoryRecord]:
     dialect = core._store.dialect
 
     def build() -> Select[Any]:
@@ -228,7 +226,7 @@ def _records(
     return {record.id: record for record in records}
 
 
-def _list_keys(core: RepositoryCore, conditions: Conditions, ids: list[str]) -> dict[str, ListKey]:
+def _list_keys(core: MemoryCore, conditions: Conditions, ids: list[str]) -> dict[str, ListKey]:
     """The list keys of those of `ids` that pass the filters and the policy."""
     dialect = core._store.dialect
     columns = (table.c.status, table.c.priority, table.c.urgency, table.c.updated_at, table.c.id)
@@ -244,7 +242,7 @@ def _list_keys(core: RepositoryCore, conditions: Conditions, ids: list[str]) -> 
     return {row[4]: (row[0], -row[1], -row[2], -row[3], row[4]) for row in rows}
 
 
-def _current(core: RepositoryCore) -> WordIndex | None:
+def _current(core: MemoryCore) -> WordIndex | None:
     from lantern.indexes import words
 
     store = core._store

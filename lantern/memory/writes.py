@@ -26,10 +26,10 @@ from lantern.errors import (
     Operation,
     Param,
 )
-from lantern.memory import fts, history, identity, refs, vectors
+from lantern.memory import fts, history, identity, recordvectors, refs
 from lantern.memory.chains import check_supersedable, successor_id
 from lantern.memory.changes import insert_new, insert_records, plain_refs, retire, set_fields
-from lantern.memory.core import RepositoryCore
+from lantern.memory.core import MemoryCore
 from lantern.memory.entities import attach
 from lantern.memory.records import MemoryRecord, freeze_refs
 from lantern.memory.rows import require
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 
-class MemoryWrites(RepositoryCore):
+class MemoryWrites(MemoryCore):
     """Adds and revises records."""
 
     def add(
@@ -196,7 +196,7 @@ class MemoryWrites(RepositoryCore):
         says = record.id.removeprefix("mem_")  # a new record's first id is its identity's
 
         def write(
-            conn: Connection, pending: vectors.PendingVectors | None
+            conn: Connection, pending: recordvectors.PendingVectors | None
         ) -> tuple[MemoryRecord, bool]:
             named = entity_links.resolve(conn, wanted)
             old = None
@@ -219,7 +219,7 @@ class MemoryWrites(RepositoryCore):
                 return attach(conn, stored, named, at)[0], False
             if old is not None:
                 retire(conn, old, stored.id, at)
-            vectors.store_pending(conn, pending, [stored], at)
+            recordvectors.store_pending(conn, pending, [stored], at)
             return stored, True
 
         return self._write_with_vectors([record.content], write)
@@ -266,12 +266,14 @@ class MemoryWrites(RepositoryCore):
             wanted.append(keys)
 
         def write(
-            conn: Connection, pending: vectors.PendingVectors | None
+            conn: Connection, pending: recordvectors.PendingVectors | None
         ) -> list[tuple[MemoryRecord, bool]]:
             results = self._store_many(conn, built, wanted, at, allow_dangling=allow_dangling)
             if dry_run:
                 raise _RolledBack(results)
-            vectors.store_pending(conn, pending, [stored for stored, made in results if made], at)
+            recordvectors.store_pending(
+                conn, pending, [stored for stored, made in results if made], at
+            )
             return results
 
         try:
@@ -383,7 +385,7 @@ class MemoryWrites(RepositoryCore):
             )
         at = self._store.clock()
 
-        def write(conn: Connection, pending: vectors.PendingVectors | None) -> MemoryRecord:
+        def write(conn: Connection, pending: recordvectors.PendingVectors | None) -> MemoryRecord:
             record = require(conn, record_id, self._scopes, for_update=True)
             if record.status == "superseded":
                 raise Conflict(
@@ -415,8 +417,8 @@ class MemoryWrites(RepositoryCore):
                 fts.reindex(conn, record_id, revised.content)
                 # Its vectors were of the old text: removed, and computed again if the store
                 # embeds on write.
-                vectors.invalidate(conn, record_id)
-                vectors.store_pending(conn, pending, [revised], at)
+                recordvectors.invalidate(conn, record_id)
+                recordvectors.store_pending(conn, pending, [revised], at)
             if "source_refs" in after:
                 refs.replace(conn, record_id, revised.source_refs)
             history.append(
@@ -509,7 +511,7 @@ class MemoryWrites(RepositoryCore):
                 return [new_content]
             return [require(conn, old_id, self._scopes).content]
 
-        def write(conn: Connection, pending: vectors.PendingVectors | None) -> MemoryRecord:
+        def write(conn: Connection, pending: recordvectors.PendingVectors | None) -> MemoryRecord:
             old = require(conn, old_id, self._scopes, for_update=True)
             check_supersedable(conn, old, self._scopes)
             fields = {
@@ -545,15 +547,15 @@ class MemoryWrites(RepositoryCore):
             if not created:
                 raise _identical(stored, old)
             retire(conn, old, stored.id, at)
-            vectors.store_pending(conn, pending, [stored], at)
+            recordvectors.store_pending(conn, pending, [stored], at)
             return stored
 
         return self._write_with_vectors(contents, write)
 
     def _write_with_vectors(
         self,
-        contents: vectors.Contents,
-        body: Callable[[Connection, vectors.PendingVectors | None], _T],
+        contents: recordvectors.Contents,
+        body: Callable[[Connection, recordvectors.PendingVectors | None], _T],
     ) -> _T:
         """Run `body` in a write transaction, with the vectors of `contents` when the store
         embeds on write.
@@ -565,9 +567,9 @@ class MemoryWrites(RepositoryCore):
         nothing), and `body` runs in a new transaction with them.
         """
         with self._write() as conn:
-            if not vectors.wanted(conn):
+            if not recordvectors.wanted(conn):
                 return body(conn, None)
-        pending = vectors.on_write(self._store, contents)
+        pending = recordvectors.on_write(self._store, contents)
         with self._write() as conn:
             return body(conn, pending)
 
@@ -575,7 +577,7 @@ class MemoryWrites(RepositoryCore):
         self, provider: EmbeddingProvider, *, progress: EmbedProgress | None = None
     ) -> EmbedReport:
         """Compute the vectors of `provider`'s model that records lack or hold stale (their
-        content changed since), in batches that each commit (`lantern.memory.vectors`):
+        content changed since), in batches that each commit (`lantern.memory.recordvectors`):
         interrupted, it resumes where it stopped when run again.
 
         Args:
@@ -587,7 +589,7 @@ class MemoryWrites(RepositoryCore):
             How many vectors were computed and written, how many were already current, and
             the time it took.
         """
-        return vectors.embed_missing(self._store, provider, progress=progress)
+        return recordvectors.embed_missing(self._store, provider, progress=progress)
 
 
 class _RolledBack(Exception):

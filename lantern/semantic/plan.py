@@ -9,6 +9,9 @@ the embed extra is not installed, or when the store holds no vector of the model
 store without vectors searches exactly as before and loads neither numpy nor a model.
 Choosing a provider loads nothing (`lantern.embeddings.registry`), and no query is embedded
 unless there are vectors to compare it with.
+
+The store's own default provider, and whether its writes embed, are recorded here too
+(`configure`): this is the layer that knows both the providers and the store.
 """
 
 from __future__ import annotations
@@ -74,6 +77,42 @@ def check_model(model: object) -> None:
     if not isinstance(model, str) or not model.strip():
         raise InvalidInput(f"model must be the name of an embedding provider; got {model!r}")
     _known(model.strip())
+
+
+def configure(
+    store: Store,
+    *,
+    default_model: str | None = None,
+    clear_default_model: bool = False,
+    on_write: bool | None = None,
+) -> settings.EmbeddingSettings:
+    """Record the store's default provider (or clear it) and whether writes embed; the settings
+    then. What is not given stays as it is.
+
+    A provider named must be registered, and turning embedding on write on needs the provider
+    it would use to run here, so that no later write fails for want of a module: both are
+    refused before anything is written.
+    """
+    if default_model is not None and clear_default_model:
+        raise InvalidInput("give either a default model or clear it, not both")
+    if default_model is not None:
+        if not isinstance(default_model, str) or not default_model.strip():
+            raise InvalidInput("the default model must be an embedding provider's name")
+        default_model = default_model.strip()
+        _known(default_model)
+    if on_write:
+        if clear_default_model:
+            from lantern.embeddings.registry import resolve_provider
+
+            resolve_provider()
+        else:
+            provider_for(store, default_model)
+    with store.write() as conn:
+        settings.set_embedding_settings(
+            conn, default_model=default_model, clear_model=clear_default_model, on_write=on_write
+        )
+    with store.read() as conn:
+        return settings.embedding_settings(conn)
 
 
 def _known(name: str) -> None:

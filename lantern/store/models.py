@@ -5,6 +5,12 @@ the two agree on a new store and on an upgraded legacy one. The evidence tables 
 format exactly (see docs/upgrading.md), which is why their index name and nullable `metadata`
 columns look older than the rest. Full-text index tables are kept outside the
 models: they belong to each engine's search code (`lantern.evidence.search`, `lantern.memory.fts`).
+
+Each class is named for its table and ends in `Row` (`MemoryRecordRow`, `SourceRow`,
+`ChunkRow`), so that it is never taken for the frozen record of the same thing that callers
+get (`lantern.memory.records.MemoryRecord`, `lantern.evidence.records.Source`): code above the
+store reads and writes through the tables (`memory_records`, `sources`...), never through these
+classes.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ def _in(values: tuple[str, ...]) -> str:
     return ", ".join(f"'{value}'" for value in values)
 
 
-class Source(Base):
+class SourceRow(Base):
     """Where evidence came from: a file, a transcript, a piped tool output."""
 
     __tablename__ = "sources"
@@ -65,7 +71,7 @@ class Source(Base):
     updated_at: Mapped[int] = mapped_column(UnixTime)
 
 
-class Chunk(Base):
+class ChunkRow(Base):
     """A slice of a source's text, with its character offsets in the original."""
 
     __tablename__ = "chunks"
@@ -86,7 +92,7 @@ class Chunk(Base):
     created_at: Mapped[int] = mapped_column(UnixTime)
 
 
-class ChunkSearchText(Base):
+class ChunkSearchTextRow(Base):
     """What a chunk is searched by, where that differs from its text (revision 0007).
 
     Derived from the chunk's text and its source's kind (`lantern.evidence.searchtext`): the
@@ -104,7 +110,7 @@ class ChunkSearchText(Base):
     text: Mapped[str] = mapped_column(Text)
 
 
-class Entity(Base):
+class EntityRow(Base):
     """A named thing: mentioned in evidence, or about which a memory record is (legacy
     generation 2; filled by `lantern.entities` since revision 0009). The id is derived from the
     kind and the name (`lantern.store.ids.entity_id`)."""
@@ -120,7 +126,7 @@ class Entity(Base):
     kind: Mapped[str] = mapped_column(Text)
 
 
-class ChunkEntity(Base):
+class ChunkEntityRow(Base):
     """Which entities a chunk mentions (legacy generation 2): extracted at ingest, or attached
     by the caller. Removed with the chunk."""
 
@@ -135,7 +141,7 @@ class ChunkEntity(Base):
     )
 
 
-class EntityScan(Base):
+class EntityScanRow(Base):
     """That the extractor has read a chunk, and which version of its rules did (revision 0009).
 
     Written with the chunk at ingest, and by `lantern entity extract` for chunks stored before;
@@ -150,7 +156,7 @@ class EntityScan(Base):
     extractor: Mapped[int] = mapped_column(Integer)
 
 
-class Embedding(Base):
+class EmbeddingRow(Base):
     """A chunk's vector as little-endian float32 (legacy generation 2): one per chunk, of the
     model that made it. Vectors of older stores are used as they are (revision 0008 only adds
     the index on `model`); `lantern embed` computes the missing ones."""
@@ -166,7 +172,7 @@ class Embedding(Base):
     vector: Mapped[bytes] = mapped_column(LargeBinary)
 
 
-class MemoryRecord(Base):
+class MemoryRecordRow(Base):
     """An explicit, durable piece of state the agent runtime decided to keep."""
 
     __tablename__ = "memory_records"
@@ -205,18 +211,18 @@ class MemoryRecord(Base):
 # The default listing order, so `memory list` walks an index instead of sorting. Status words
 # sort alphabetically with `active` first, which is the order we want.
 _LIST_ORDER = (
-    MemoryRecord.priority.desc(),
-    MemoryRecord.urgency.desc(),
-    MemoryRecord.updated_at.desc(),
-    MemoryRecord.id,
+    MemoryRecordRow.priority.desc(),
+    MemoryRecordRow.urgency.desc(),
+    MemoryRecordRow.updated_at.desc(),
+    MemoryRecordRow.id,
 )
-Index("ix_memory_records_scope_order", MemoryRecord.scope, MemoryRecord.status, *_LIST_ORDER)
-Index("ix_memory_records_status_order", MemoryRecord.status, *_LIST_ORDER)
+Index("ix_memory_records_scope_order", MemoryRecordRow.scope, MemoryRecordRow.status, *_LIST_ORDER)
+Index("ix_memory_records_status_order", MemoryRecordRow.status, *_LIST_ORDER)
 # `memory expire` and `inspect` find active records past their expiry without a full scan.
-Index("ix_memory_records_status_expires_at", MemoryRecord.status, MemoryRecord.expires_at)
+Index("ix_memory_records_status_expires_at", MemoryRecordRow.status, MemoryRecordRow.expires_at)
 
 
-class MemoryHistory(Base):
+class MemoryHistoryRow(Base):
     """One change to a memory record, appended and never rewritten.
 
     Triggers (revision 0005) refuse every UPDATE, and every DELETE except of the earlier
@@ -239,7 +245,7 @@ class MemoryHistory(Base):
     changes: Mapped[dict[str, Any]] = mapped_column(JSONText())
 
 
-class MemoryRef(Base):
+class MemoryRefRow(Base):
     """The `(type, id)` of each reference a memory record holds, for reverse lookups.
 
     Derived from `memory_records.source_refs` by the repository in the same transaction, so
@@ -257,7 +263,7 @@ class MemoryRef(Base):
     ref_id: Mapped[str] = mapped_column(Text, primary_key=True)
 
 
-class MemoryEmbedding(Base):
+class MemoryEmbeddingRow(Base):
     """A memory record's vector of one model (revision 0008), as little-endian float32.
 
     `text_hash` is the sha256 of the text it was computed from (the record's content): a vector
@@ -278,7 +284,7 @@ class MemoryEmbedding(Base):
     created_at: Mapped[int] = mapped_column(UnixTime)
 
 
-class StoreSetting(Base):
+class StoreSettingRow(Base):
     """A setting of the store (revision 0008): its default embedding provider, whether writes
     embed, and the tokens that tell a process whether the vectors it holds are current
     (`lantern.store.settings`)."""
@@ -289,7 +295,7 @@ class StoreSetting(Base):
     value: Mapped[str] = mapped_column(Text)
 
 
-class MemoryEntity(Base):
+class MemoryEntityRow(Base):
     """Which entities a memory record is about, as the caller said (revision 0009)."""
 
     __tablename__ = "memory_entities"
@@ -303,7 +309,7 @@ class MemoryEntity(Base):
     )
 
 
-class IndexFeed(Base):
+class IndexFeedRow(Base):
     """One change that an index derived beside the store must apply (revision 0010).
 
     Written by triggers in the writing transaction, never by Python, so no code path can
@@ -328,17 +334,17 @@ def _table(model: type[Base]) -> Table:
     return cast(Table, model.__table__)
 
 
-sources = _table(Source)
-chunks = _table(Chunk)
-chunk_search_text = _table(ChunkSearchText)
-entities = _table(Entity)
-chunk_entities = _table(ChunkEntity)
-entity_scans = _table(EntityScan)
-memory_entities = _table(MemoryEntity)
-embeddings = _table(Embedding)
-memory_records = _table(MemoryRecord)
-memory_history = _table(MemoryHistory)
-memory_refs = _table(MemoryRef)
-memory_embeddings = _table(MemoryEmbedding)
-store_settings = _table(StoreSetting)
-index_feed = _table(IndexFeed)
+sources = _table(SourceRow)
+chunks = _table(ChunkRow)
+chunk_search_text = _table(ChunkSearchTextRow)
+entities = _table(EntityRow)
+chunk_entities = _table(ChunkEntityRow)
+entity_scans = _table(EntityScanRow)
+memory_entities = _table(MemoryEntityRow)
+embeddings = _table(EmbeddingRow)
+memory_records = _table(MemoryRecordRow)
+memory_history = _table(MemoryHistoryRow)
+memory_refs = _table(MemoryRefRow)
+memory_embeddings = _table(MemoryEmbeddingRow)
+store_settings = _table(StoreSettingRow)
+index_feed = _table(IndexFeedRow)

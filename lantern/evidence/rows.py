@@ -1,5 +1,5 @@
-"""Reading evidence rows: sources with their chunk counts, chunks with their entities and
-embeddings, found by id, URI or condition."""
+"""Sources and chunks as rows: read with their chunk counts, entities and embeddings, found
+by id, URI or condition, and made frozen records."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Writing evidence: a batch of documents planned into source and chunk rows and stored.
+"""Documents stored as evidence: a batch of them planned into source and chunk rows and written.
 
 Statements are SQLAlchemy Core against the legacy tables, written in batches (`executemany`),
 because ingest is the hot path that benchmarks compare with raw `sqlite3`. A changed source
@@ -26,8 +26,8 @@ from lantern.evidence import searchindex
 from lantern.evidence.chunking import ChunkSpan, chunk_source
 from lantern.evidence.chunkplan import appended_at, assign_ordinals, following_ordinals
 from lantern.evidence.files import FileText
-from lantern.evidence.reading import SOURCE_BY_URI, StoredSource, batches, to_source
 from lantern.evidence.records import IngestResult, Source, freeze_metadata
+from lantern.evidence.rows import SOURCE_BY_URI, StoredSource, batches, to_source
 from lantern.evidence.searchtext import search_text
 from lantern.evidence.sourcekinds import detect_kind, language_for, parse_transcript
 from lantern.semantic.storage import chunk_vectors_changed, delete_chunk_vectors
@@ -122,7 +122,7 @@ class Writes:
         searchindex.write(conn, self.search_inserts)
         _INSERT_CHUNKS.execute_many(conn, self.chunk_inserts)
         inserted = [row["id"] for row in self.chunk_inserts]
-        entity_links.link_found(conn, self.mentions, inserted, EXTRACTOR_VERSION)
+        entity_links.attach_found(conn, self.mentions, inserted, EXTRACTOR_VERSION)
         entity_links.prune(conn, named)
 
 

@@ -5,7 +5,7 @@ a transcript chunk's decoded turns, any other chunk's text), and stored in the l
 `embeddings` table, one vector per chunk, of the model that made it. A chunk whose text changes
 gets a new id, and its old row goes with the old chunk; a chunk kept by a re-ingest whose
 searchable text changes (its source's kind changed) loses its vector in the same transaction
-(`lantern.evidence.writing`). A chunk with a vector of another model is re-embedded when asked
+(`lantern.evidence.documents`). A chunk with a vector of another model is re-embedded when asked
 for this one: the table holds one vector per chunk.
 
 When the store's `embed.on_write` setting is on, an ingest embeds the chunks of the sources it
