@@ -167,16 +167,22 @@ def turns(
 
 
 def process(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak resident MB of the CLI as a fresh process."""
-    script = PATCH + "import sys\nfrom lantern.cli import main\n"
+    """Wall seconds and peak resident MB of the CLI as a fresh process (its own high-water
+    mark, `VmHWM`, read as it exits: a forked child's rusage counts its parent's pages)."""
+    script = PATCH + "import atexit, sys\nfrom lantern.cli import main\n"
+    script += "atexit.register(lambda: print(open('/proc/self/status').read(), file=sys.stderr))\n"
     script += "sys.argv = ['lantern', *sys.argv[1:]]\nmain()\n"
     started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", script, *argv], stdout=subprocess.DEVNULL)
-    _pid, status, usage = os.wait4(child.pid, 0)
+    ran = subprocess.run(
+        [sys.executable, "-c", script, *argv], capture_output=True, text=True, check=False
+    )
     elapsed = time.perf_counter() - started
-    if status != 0:
-        raise SystemExit(f"{argv} failed")
-    return elapsed, usage.ru_maxrss / 1024
+    if ran.returncode != 0:
+        raise SystemExit(f"{argv} failed: {ran.stderr}")
+    peak_kb = next(
+        int(line.split()[1]) for line in ran.stderr.splitlines() if line.startswith("VmHWM:")
+    )
+    return elapsed, peak_kb / 1024
 
 
 def measure(work: Path, n: int, repeat: int) -> dict[str, Any]:

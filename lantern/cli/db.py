@@ -52,7 +52,7 @@ _WORD_INDEX_STATES = {
     "current": "current",
     "behind": "behind by {behind_by} changes (caught up at the next search)",
     "stale": "stale (rebuilt at the next search, or by lantern db rebuild-index)",
-    "absent": "none yet (lantern db rebuild-index builds one; searches run in the database)",
+    "absent": "none yet (a search builds one while the store is small, else db rebuild-index)",
     "unavailable": "none (searches run in the database; pip install 'lantern[index]' for one)",
 }
 
@@ -205,7 +205,8 @@ def check_command(ctx: click.Context, as_json: bool) -> None:
 def rebuild_index_command(ctx: click.Context, as_json: bool) -> None:
     """Rebuild the full-text indexes and reference rows from their tables.
 
-    For when `db check` finds an index that disagrees with its table. One transaction.
+    For when `db check` finds an index that disagrees with its table. One transaction; then
+    the word index beside a SQLite store is built anew (with the `index` extra).
 
     \b
         lantern db rebuild-index

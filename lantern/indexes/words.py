@@ -51,6 +51,8 @@ AUTO_BUILD_UP_TO = 50_000
 """A store with at most this many records gets its index on its first search (about a second
 at most); a larger one keeps searching inside the database until `lantern db rebuild-index`
 builds it, so that no search pays minutes unannounced."""
+MAX_EXPANSION = 64
+"""Words a `prefix*` is expanded to and scored by; beyond, it matches with a constant score."""
 _CATCH_UP_HEAP = 32_000_000
 _BUILD_HEAP = 256_000_000
 _BATCH = 500
@@ -112,26 +114,28 @@ class WordIndex:
 
     def query(
         self,
+        searcher: tantivy.Searcher,
         parsed: ParsedQuery,
         *,
         statuses: Sequence[str] | None,
         scopes: Sequence[Sequence[tuple[str, bool]]],
     ) -> tantivy.Query | None:
         """The tantivy query for a parsed query, within statuses and scope patterns (each
-        sequence of patterns must admit the record: the caller's filter, the policy)."""
+        sequence of patterns must admit the record: the caller's filter, the policy). Only
+        the words score: the filters are wrapped to add nothing to a score."""
         import tantivy
 
-        words = _words_query(self._schema, parsed)
+        words = _words_query(self._schema, searcher, parsed)
         if words is None:
             return None
+        filters = []
+        if statuses is not None:
+            filters.append(_any_term(self._schema, "status", statuses))
+        filters += [_scope_query(self._schema, patterns) for patterns in scopes if patterns]
         must = tantivy.Occur.Must
         clauses = [(must, words)]
-        if statuses is not None:
-            clauses.append((must, _any_term(self._schema, "status", statuses)))
-        for patterns in scopes:
-            if patterns:
-                clauses.append((must, _scope_query(self._schema, patterns)))
-        return tantivy.Query.boolean_query(clauses)
+        clauses += [(must, tantivy.Query.const_score_query(part, 0.0)) for part in filters]
+        return tantivy.Query.boolean_query(clauses) if len(clauses) > 1 else words
 
     def score_of(
         self, searcher: tantivy.Searcher, query: tantivy.Query, record_id: str
@@ -360,7 +364,9 @@ def _id_of(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> str:
 # --- queries -------------------------------------------------------------------------------
 
 
-def _words_query(schema: tantivy.Schema, parsed: ParsedQuery) -> tantivy.Query | None:
+def _words_query(
+    schema: tantivy.Schema, searcher: tantivy.Searcher, parsed: ParsedQuery
+) -> tantivy.Query | None:
     import tantivy
 
     analyzer = _analyzer()
@@ -372,8 +378,7 @@ def _words_query(schema: tantivy.Schema, parsed: ParsedQuery) -> tantivy.Query |
             continue
         if len(tokens) == 1:
             if term.prefix:
-                pattern = _escape(str(tokens[0])) + ".*"
-                part = tantivy.Query.regex_query(schema, "content", pattern)
+                part = _prefix_query(schema, searcher, str(tokens[0]))
             else:
                 part = tantivy.Query.term_query(schema, "content", tokens[0])
         elif term.prefix:
@@ -382,6 +387,22 @@ def _words_query(schema: tantivy.Schema, parsed: ParsedQuery) -> tantivy.Query |
             part = tantivy.Query.phrase_query(schema, "content", tokens)
         clauses.append((occur, part))
     return tantivy.Query.boolean_query(clauses) if clauses else None
+
+
+def _prefix_query(schema: tantivy.Schema, searcher: tantivy.Searcher, prefix: str) -> tantivy.Query:
+    """`prefix*`: any of the words that start with it, each scored by BM25 as a word typed in
+    full would be (a record holding several of them scores their sum). Past `MAX_EXPANSION`
+    such words the prefix matches them all with a constant score of 1, which costs no more
+    however common it is."""
+    import tantivy
+
+    expansion = searcher.terms_with_prefix("content", prefix, limit=MAX_EXPANSION + 1)
+    if not expansion or len(expansion) > MAX_EXPANSION:
+        return tantivy.Query.regex_query(schema, "content", _escape(prefix) + ".*")
+    should = tantivy.Occur.Should
+    return tantivy.Query.boolean_query(
+        [(should, tantivy.Query.term_query(schema, "content", word)) for word, _ in expansion]
+    )
 
 
 def _scope_query(schema: tantivy.Schema, patterns: Sequence[tuple[str, bool]]) -> tantivy.Query:

@@ -96,7 +96,7 @@ class Ranking:
         self._conditions = conditions
         statuses = None if filters.status == "all" else [filters.status]
         scopes = [filters.scopes, core._scopes.patterns]
-        self._query = self._index.query(parsed, statuses=statuses, scopes=scopes)
+        self._query = self._index.query(self._searcher, parsed, statuses=statuses, scopes=scopes)
 
     def records(self, needed: int) -> Iterator[tuple[MemoryRecord, float]]:
         """The ranking, looking about `needed` deep first and deeper as the filters need."""
