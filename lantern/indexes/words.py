@@ -380,11 +380,11 @@ def _words_query(
             if term.prefix:
                 part = _prefix_query(schema, searcher, str(tokens[0]))
             else:
-                part = tantivy.Query.term_query(schema, "content", tokens[0])
+                part = _word_query(schema, searcher, str(tokens[0]))
         elif term.prefix:
             part = tantivy.Query.phrase_prefix_query(schema, "content", tokens)
         else:
-            part = tantivy.Query.phrase_query(schema, "content", tokens)
+            part = _phrase_query(schema, searcher, [str(token) for token in tokens])
         clauses.append((occur, part))
     return tantivy.Query.boolean_query(clauses) if clauses else None
 
@@ -401,8 +401,57 @@ def _prefix_query(schema: tantivy.Schema, searcher: tantivy.Searcher, prefix: st
         return tantivy.Query.regex_query(schema, "content", _escape(prefix) + ".*")
     should = tantivy.Occur.Should
     return tantivy.Query.boolean_query(
-        [(should, tantivy.Query.term_query(schema, "content", word)) for word, _ in expansion]
+        [(should, _word_query(schema, searcher, word, count)) for word, count in expansion]
     )
+
+
+def _phrase_query(
+    schema: tantivy.Schema, searcher: tantivy.Searcher, words: list[str]
+) -> tantivy.Query:
+    """Words next to each other (`don't`, `user's`, a quoted phrase), weighted as FTS5 weighs
+    a phrase: by how many records hold it, taken here as the records holding its rarest word
+    (counting the phrase itself would read every record holding its words). tantivy weighs a
+    phrase by the sum of its words' weights; the boost is the ratio."""
+    import tantivy
+
+    query = tantivy.Query.phrase_query(schema, "content", list[str | tuple[int, str]](words))
+    counts = [searcher.doc_freq("content", word) for word in words]
+    total = int(searcher.num_docs)
+    if not all(counts) or not total:
+        return query
+    own = sum(_own_weight(total, n) for n in counts)
+    return tantivy.Query.boost_query(query, _fts5_weight(total, min(counts)) / own)
+
+
+def _fts5_weight(total: int, holding: int) -> float:
+    import math
+
+    return max(math.log((total - holding + 0.5) / (holding + 0.5)), 1e-6)
+
+
+def _own_weight(total: int, holding: int) -> float:
+    import math
+
+    return math.log(1 + (total - holding + 0.5) / (holding + 0.5))
+
+
+def _word_query(
+    schema: tantivy.Schema, searcher: tantivy.Searcher, word: str, holding: int | None = None
+) -> tantivy.Query:
+    """One word, weighted as FTS5 weighs it. tantivy's BM25 gives a word found in `n` of `N`
+    records the weight ln(1 + (N - n + 0.5) / (n + 0.5)); FTS5's is ln((N - n + 0.5) / (n +
+    0.5)), at least 10^-6, which all but ignores a word found in more than half the records.
+    The query is boosted by the ratio, so a record's score is FTS5's weighting of the words
+    it holds (measured on the recall set: tantivy's own weights put answers lower), with
+    tantivy's length normalisation."""
+    import tantivy
+
+    query = tantivy.Query.term_query(schema, "content", word)
+    n = searcher.doc_freq("content", word) if holding is None else holding
+    total = int(searcher.num_docs)
+    if not n or not total:
+        return query
+    return tantivy.Query.boost_query(query, _fts5_weight(total, n) / _own_weight(total, n))
 
 
 def _scope_query(schema: tantivy.Schema, patterns: Sequence[tuple[str, bool]]) -> tantivy.Query:
