@@ -321,3 +321,29 @@ def test_a_large_store_without_an_index_is_not_indexed_by_a_search(
     assert words.status(store.store)["state"] == "absent"
     store.rebuild_index()
     assert words.status(store.store)["state"] == "current"
+
+
+def test_the_feeds_last_row_is_one_index_look_up_whatever_the_statistics(
+    store: Lantern, db_path: Path
+) -> None:
+    """A search reads the feed's last row of its side before anything else; with the other
+    side's rows after it and the planner's statistics gathered, it must still not walk them."""
+    import sqlite3
+
+    from lantern.indexes import feed
+    from lantern.store.prepared import driver_of
+
+    _fill(store, 20)
+    raw = sqlite3.connect(db_path)
+    raw.executemany(
+        "INSERT INTO index_feed (side, item_id, model) VALUES ('memory_vector', ?, 'm')",
+        [(f"mem_{i:016x}",) for i in range(5000)],
+    )
+    raw.execute("ANALYZE")
+    raw.commit()
+    raw.close()
+    with store.store.read() as conn:
+        sql, values = feed._LAST.explainable(conn.dialect, {"side": feed.MEMORY})
+        plan = [row[-1] for row in driver_of(conn).execute(f"EXPLAIN QUERY PLAN {sql}", values)]
+    assert any("COVERING INDEX ix_index_feed_side" in step for step in plan), plan
+    assert not any(step.startswith("SCAN") for step in plan), plan

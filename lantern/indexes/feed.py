@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from lantern.store.engine import Store
 from lantern.store.models import index_feed as table
@@ -23,11 +23,13 @@ MEMORY = "memory"
 MEMORY_VECTOR = "memory_vector"
 """A record's vector of one model written, replaced or removed."""
 
+# The side's greatest seq comes from the (side, seq) index whatever the planner's statistics
+# say; an ORDER BY seq DESC LIMIT 1 may walk the table backwards past the other side's rows.
 _LAST = Prepared(
-    select(table.c.seq, table.c.item_id)
-    .where(table.c.side == bindparam("side"))
-    .order_by(table.c.seq.desc())
-    .limit(1)
+    select(table.c.seq, table.c.item_id).where(
+        table.c.seq
+        == select(func.max(table.c.seq)).where(table.c.side == bindparam("side")).scalar_subquery()
+    )
 )
 _ITEM_AT = Prepared(select(table.c.item_id).where(table.c.seq == bindparam("seq")))
 _CHANGED = Prepared(
