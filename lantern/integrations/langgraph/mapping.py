@@ -33,7 +33,7 @@ from typing import Any
 from langgraph.store.base import InvalidNamespaceError
 
 from lantern.errors import InvalidInput
-from lantern.validation import MAX_REF_CHARS, MAX_SCOPE_CHARS
+from lantern.validation import MAX_CONTENT_CHARS, MAX_REF_CHARS, MAX_SCOPE_CHARS
 
 REF_TYPE = "langgraph"
 """The type of the reference that holds an item's path."""
@@ -170,7 +170,13 @@ def content_of(key: str, value: Mapping[str, Any], ttl: float | None) -> str:
     if ttl is not None:
         parts += [', "ttl": ', json.dumps(ttl)]
     parts.append("}")
-    return _SURROGATE.sub(_escaped_char, "".join(parts))
+    content = _SURROGATE.sub(_escaped_char, "".join(parts))
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"the item {key[:40]!r} is too long: its record's content would be {len(content)} "
+            f"characters, the limit is {MAX_CONTENT_CHARS}"
+        )
+    return content
 
 
 def _escaped_char(found: re.Match[str]) -> str:
