@@ -219,9 +219,8 @@ class MemoryReads(RepositoryCore):
         for ref in wanted:
             ref_type, ref_id = _lookup_key(ref)
             by_type.setdefault(ref_type, {})[ref_id] = None
-        filters = MemoryFilter.build(status=status, include_expired=include_expired)
         dialect = self._store.dialect
-        conditions = filters.conditions(dialect, self._store.clock())
+        conditions = _ref_conditions(dialect, status, include_expired, self._store.clock())
         found: dict[str, MemoryRecord] = {}
         for ref_type, ids in by_type.items():
             one = len(ids) == 1
@@ -585,14 +584,35 @@ class MemoryReads(RepositoryCore):
             return refs.dangling(conn, self._scopes.clauses(conn.dialect.name))
 
 
+_REF_CONDITIONS: dict[tuple[str, str, bool], Conditions] = {}
+
+
+def _ref_conditions(dialect: str, status: str, include_expired: bool, at: int) -> Conditions:
+    """The conditions of a look-up by reference (its status, and expiry at `at`), built once
+    per status: a look-up by key costs less than building them (`MemoryFilter.build`)."""
+    key = (dialect, status, include_expired)
+    made = _REF_CONDITIONS.get(key)
+    if made is None:
+        filters = MemoryFilter.build(status=status, include_expired=include_expired)
+        made = _REF_CONDITIONS[key] = filters.conditions(dialect, at)
+    if "at" not in made.values:
+        return made
+    return Conditions(made.key, {**made.values, "at": at}, made.parts)
+
+
 def _lookup_key(ref: object) -> tuple[str, str]:
-    """The `(type, id)` a reference looks up: an object's own strings as they are (nothing is
-    stored, so nothing more is checked), else as `validation.ref_key` reads it."""
-    if isinstance(ref, dict):
-        ref_type, ref_id = ref.get("type"), ref.get("id")
-        named = isinstance(ref_type, str) and ref_type.strip()
-        if named and isinstance(ref_id, str) and ref_id.strip():
-            return str(ref_type), ref_id
+    """The `(type, id)` a reference looks up: `TYPE:ID`, or an object's own strings, as they
+    are (nothing is stored, so nothing more is checked); anything else as `validation.ref_key`
+    reads it, or refuses it."""
+    if isinstance(ref, str) and not ref.lstrip().startswith("{"):
+        ref_type, _, ref_id = ref.partition(":")
+        if ref_type.strip() and ref_id.strip():
+            return ref_type.strip(), ref_id.strip()
+    elif isinstance(ref, dict):
+        given_type, given_id = ref.get("type"), ref.get("id")
+        named = isinstance(given_type, str) and given_type.strip()
+        if named and isinstance(given_id, str) and given_id.strip():
+            return str(given_type), given_id
     elif isinstance(ref, Mapping):
         ref = dict(ref)
     return validation.ref_key(ref)

@@ -23,6 +23,7 @@ value the content.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -44,6 +45,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def escape(label: str) -> str:
     """A label as it is written in a scope or a path (see the module note)."""
+    if _plain(label):
+        return label
     last = len(label) - 1
     written = []
     for position, char in enumerate(label):
@@ -54,12 +57,26 @@ def escape(label: str) -> str:
     return "".join(written)
 
 
+def _plain(label: str) -> bool:
+    """Whether `escape` leaves the label as it is (most labels and keys): a test in C."""
+    return (
+        label.isprintable()
+        and "%" not in label
+        and "/" not in label
+        and "*" not in label
+        and not label.startswith(" ")
+        and not label.endswith(" ")
+    )
+
+
 def _bytes(char: str) -> str:
     return "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
 
 
 def unescape(text: str) -> str | None:
     """The label `escape` wrote as `text`, or None when `escape` would not have written it."""
+    if _plain(text):
+        return text
     try:
         label = _ESCAPED.sub(
             lambda run: bytes.fromhex(run.group().replace("%", "")).decode(
@@ -93,6 +110,7 @@ def check_namespace(namespace: object, *, empty: bool = False) -> tuple[str, ...
     return namespace
 
 
+@functools.lru_cache(maxsize=4096)
 def scope_of(namespace: tuple[str, ...]) -> str:
     """The scope of a (checked, non-empty) namespace."""
     scope = SEPARATOR.join(escape(label) for label in namespace)
@@ -104,6 +122,7 @@ def scope_of(namespace: tuple[str, ...]) -> str:
     return scope
 
 
+@functools.lru_cache(maxsize=4096)
 def namespace_of(scope: str) -> tuple[str, ...] | None:
     """The namespace whose scope is `scope`, or None for a scope no namespace gives."""
     labels = []
@@ -142,6 +161,11 @@ def check_path(path: str, key: str) -> None:
 def reference(path: str) -> dict[str, str]:
     """The reference a record of the item at `path` holds."""
     return {"type": REF_TYPE, "id": path}
+
+
+def lookup(path: str) -> str:
+    """The reference of the item at `path` as `TYPE:ID`, to look it up by."""
+    return f"{REF_TYPE}:{path}"
 
 
 def holds(refs: Sequence[Mapping[str, Any]], path: str) -> bool:

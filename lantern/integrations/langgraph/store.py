@@ -173,6 +173,17 @@ class LanternStore(BaseStore):
                 self._put(write)
         return results
 
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """`batch([GetOp(...)])` without the batch: the call a graph makes most."""
+        if refresh_ttl is None:
+            refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
+        op = GetOp(mapping.check_namespace(namespace), str(key), refresh_ttl)
+        for _position, item in self._get([(0, op)]):
+            return item
+        return None  # pragma: no cover - _get answers every op
+
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """`batch`, in a worker thread (Lantern's calls block)."""
         return await asyncio.to_thread(self.batch, list(ops))
@@ -185,9 +196,7 @@ class LanternStore(BaseStore):
             scope = mapping.scope_of(op.namespace)
             wanted[position] = (op, mapping.path_of(scope, op.key))
         paths = {path for _, path in wanted.values()}
-        records = self.lantern.memory.by_refs(
-            [mapping.reference(path) for path in paths], limit=_PAGE
-        )
+        records = self.lantern.memory.by_refs([mapping.lookup(path) for path in paths], limit=_PAGE)
         found: dict[str, tuple[MemoryRecord, Item, float | None]] = {}
         for record in records:
             read = self._read(record)
@@ -329,7 +338,7 @@ class LanternStore(BaseStore):
     def _delete(self, write: _Write) -> None:
         forget = self.on_delete == "forget"
         records = self.lantern.memory.by_refs(
-            mapping.reference(write.path),
+            mapping.lookup(write.path),
             status="all" if forget else "active",
             include_expired=True,
         )
