@@ -20,7 +20,7 @@ from lantern.api import Lantern
 from lantern.errors import InvalidInput, PolicyRefused
 from lantern.integrations.langgraph import LanternStore
 from lantern.integrations.langgraph.mapping import escape, namespace_of, scope_of
-from tests.helpers import Clock
+from tests.helpers import Clock, extra_hint, python_output
 
 NOTES = ("user:ada", "notes")
 
@@ -387,3 +387,19 @@ def test_open_closes_what_it_opened(store_url: str) -> None:
     lt.close()
     with LanternStore.open(store_url) as opened:
         assert opened.get(NOTES, "k") is not None
+
+
+def test_without_langgraph_the_import_says_what_to_install() -> None:
+    script = (
+        "import sys\n"
+        "sys.modules['langgraph'] = None  # as if the extra were not installed\n"
+        "from lantern.errors import MissingDependency\n"
+        "try:\n"
+        "    import lantern.integrations.langgraph\n"
+        "except MissingDependency as exc:\n"
+        "    print(exc)\n"
+    )
+    said = python_output(script).strip()
+    assert (
+        said == f"LanternStore needs LangGraph, which is not installed: {extra_hint('langgraph')}"
+    )

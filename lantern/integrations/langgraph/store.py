@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -103,7 +104,7 @@ class LanternStore(BaseStore):
     @classmethod
     def open(
         cls,
-        db: str | None = None,
+        db: str | os.PathLike[str] | None = None,
         *,
         scopes: str | Iterable[str] | None = None,
         index: Mapping[str, Any] | None = None,
