@@ -180,7 +180,7 @@ class LanternStore(BaseStore):
         """`batch([GetOp(...)])` without the batch: the call a graph makes most."""
         if refresh_ttl is None:
             refresh_ttl = (self.ttl_config or {}).get("refresh_on_read", True)
-        op = GetOp(mapping.check_namespace(namespace), str(key), refresh_ttl)
+        op = GetOp(mapping.check_namespace(namespace, empty=True), str(key), refresh_ttl)
         for _position, item in self._get([(0, op)]):
             return item
         return None  # pragma: no cover - _get answers every op
@@ -383,7 +383,8 @@ def _write(op: PutOp) -> _Write:
 def _check(op: object) -> None:
     """Refuse an operation LangGraph's own stores refuse, before any runs."""
     if isinstance(op, GetOp | PutOp):
-        mapping.check_namespace(op.namespace)
+        # An empty namespace holds nothing: a get of one finds nothing, a put is refused.
+        mapping.check_namespace(op.namespace, empty=isinstance(op, GetOp))
         if not isinstance(op.key, str):
             raise InvalidInput(f"an item's key is a string; got {type(op.key).__name__}")
     elif isinstance(op, SearchOp):
