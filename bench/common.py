@@ -11,7 +11,8 @@ import compileall
 import random
 import sqlite3
 import statistics
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,36 @@ class Result:
         if self.raw_p50 in (None, 0):
             return None
         return self.lantern_p50 / self.raw_p50
+
+
+def timed(fn: Callable[[int], object], i: int) -> float:
+    """Milliseconds of one call; each call gets its index so it can vary its input."""
+    start = time.perf_counter()
+    fn(i)
+    return (time.perf_counter() - start) * 1000
+
+
+def side_by_side(
+    operation: str,
+    n: int,
+    lantern_fn: Callable[[int], object],
+    raw_fn: Callable[[int], object] | None,
+    repeat: int,
+) -> Result:
+    # Warm up both, then take turns call by call, so that both sides see the same machine.
+    for i in range(min(20, repeat)):
+        lantern_fn(repeat * 10 + i)
+        if raw_fn is not None:
+            raw_fn(repeat * 20 + i)
+    own: list[float] = []
+    floor: list[float] = []
+    for i in range(repeat):
+        own.append(timed(lantern_fn, i))
+        if raw_fn is not None:
+            floor.append(timed(raw_fn, i))
+    lantern = percentiles(own)
+    raw = percentiles(floor) if raw_fn is not None else (None, None)
+    return Result(operation, n, lantern[0], lantern[1], raw[0], raw[1])
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:

@@ -45,6 +45,7 @@ from common import (
     render,
     scope_names,
     search_queries,
+    side_by_side,
     vocabulary,
 )
 
@@ -55,37 +56,6 @@ from lantern.retrieval.stopwords import STOP_WORDS
 from lantern.store import migrations
 from lantern.store.ids import chunk_id, memory_id, memory_identity, source_id
 from lantern.store.location import resolve
-
-
-def timed(fn: Callable[[int], object], i: int) -> float:
-    """Milliseconds of one call; each call gets its index so it can vary its input."""
-    start = time.perf_counter()
-    fn(i)
-    return (time.perf_counter() - start) * 1000
-
-
-def side_by_side(
-    operation: str,
-    n: int,
-    lantern_fn: Callable[[int], object],
-    raw_fn: Callable[[int], object] | None,
-    repeat: int,
-) -> Result:
-    # Warm up both, then take turns call by call, so that both sides see the same machine.
-    for i in range(min(20, repeat)):
-        lantern_fn(repeat * 10 + i)
-        if raw_fn is not None:
-            raw_fn(repeat * 20 + i)
-    own: list[float] = []
-    floor: list[float] = []
-    for i in range(repeat):
-        own.append(timed(lantern_fn, i))
-        if raw_fn is not None:
-            floor.append(timed(raw_fn, i))
-    lantern = percentiles(own)
-    raw = percentiles(floor) if raw_fn is not None else (None, None)
-    return Result(operation, n, lantern[0], lantern[1], raw[0], raw[1])
-
 
 # --- data --------------------------------------------------------------------------------
 

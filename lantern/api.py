@@ -327,6 +327,11 @@ class Lantern:
     ) -> None:
         self.close()
 
+    def now(self) -> int:
+        """The time by this store's clock (`open`'s `clock`, else the real time): integer unix
+        seconds, UTC, as every operation takes it; for a caller that computes an expiry."""
+        return self.store.clock()
+
     @property
     def location(self) -> StoreLocation:
         """Where the store is: its URL, and its file path when it is SQLite."""

@@ -109,6 +109,9 @@ SURFACES: dict[str, set[str]] = {
     "lantern.cli": {"lantern.mcpserver", "lantern.ui"},
     "lantern.mcpserver": set(),
     "lantern.ui": set(),
+    # Lantern behind other frameworks' interfaces (LangGraph's store): built on the facade like
+    # the other surfaces, and started by none of them.
+    "lantern.integrations": set(),
 }
 """For each surface, the other surfaces it may import."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,8 @@ from lantern.memory.records import (
     MemoryRecord,
     Page,
 )
+from lantern.memory.refs import holding as refs_holding
+from lantern.memory.refs import list_rank, ref_ids_value
 from lantern.memory.rows import SCORE_COLUMN, fetch, require, row_to_record
 from lantern.retrieval.modes import (
     KEYWORD_MODES,
@@ -49,8 +51,12 @@ from lantern.retrieval.modes import (
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.models import memory_records as table
 
+_MAX_REFS = 10_000
+"""At most this many references are looked up at once (`by_refs`)."""
+
 # Inside the class, `list` names its method.
 DanglingRefs = list[DanglingRef]
+MemoryRecords = list[MemoryRecord]
 EntityRefs = list[EntityRef]
 
 
@@ -175,6 +181,73 @@ class MemoryReads(MemoryCore):
         """
         filters = MemoryFilter.build(locals())
         return self._page(filters, limit=limit, offset=offset, after=after)
+
+    def by_refs(
+        self,
+        refs: str | Mapping[str, object] | Sequence[str | Mapping[str, object]],
+        *,
+        status: str = "active",
+        include_expired: bool = False,
+        limit: int = 1_000,
+    ) -> MemoryRecords:
+        """The records that hold any of these references, within the scopes, in list order.
+
+        For references that each name a few records, as a caller's own keys do (`put_by_ref`):
+        they are looked up through the references' index, one look-up by key each, however
+        many records the store holds. (`citing` pages through every record that cites one
+        piece of evidence, in list order.)
+
+        Args:
+            refs: One reference or a list of them (at most 10,000), each `TYPE:ID` or an object
+                with a string `type` and `id`.
+            status: `active`, `archived`, `superseded`, or `all`.
+            include_expired: Also the active records whose `expires_at` has passed.
+            limit: At most this many records (1 to 10,000).
+
+        Returns:
+            The records, each once, in list order.
+
+        Raises:
+            InvalidInput: A reference without an id, too many references, or a status or limit
+                out of range.
+        """
+        limit = validation.limit(limit)
+        wanted = [refs] if isinstance(refs, str | Mapping) else list(refs)
+        if len(wanted) > _MAX_REFS:
+            raise InvalidInput(
+                Param("refs"), f" holds {len(wanted)} references; the limit is {_MAX_REFS}"
+            )
+        by_type: dict[str, dict[str, None]] = {}
+        for ref in wanted:
+            ref_type, ref_id = _lookup_key(ref)
+            by_type.setdefault(ref_type, {})[ref_id] = None
+        dialect = self._store.dialect
+        conditions = _ref_conditions(dialect, status, include_expired, self._store.clock())
+        found: dict[str, MemoryRecord] = {}
+        for ref_type, ids in by_type.items():
+            one = len(ids) == 1
+
+            def holding(one: bool = one) -> Select[Any]:
+                return (
+                    refs_holding(dialect, one=one)
+                    .where(*conditions.clauses(), *self._policy())
+                    .order_by(*LIST_ORDER)
+                    .limit(bindparam("limit"))
+                )
+
+            statement = self._prepared(("by_refs", one, conditions.key), holding)
+            values = {**conditions.values, "ref_type": ref_type, "limit": limit}
+            if one:
+                values["ref_id"] = next(iter(ids))
+            else:
+                values["ref_ids"] = ref_ids_value(dialect, list(ids))
+            for row in self._store.fetch(statement, values):
+                record = row_to_record(row)
+                found.setdefault(record.id, record)
+        records = list(found.values())
+        if len(by_type) > 1:
+            records.sort(key=list_rank)
+        return records[:limit]
 
     @checks_itself(*CITING)
     def citing(
@@ -552,6 +625,40 @@ class MemoryReads(MemoryCore):
         """`source` and `chunk` references that name nothing in the store any more."""
         with self._store.read() as conn:
             return refs.dangling(conn, self._scopes.clauses(conn.dialect.name))
+
+
+_REF_CONDITIONS: dict[tuple[str, str, bool], Conditions] = {}
+
+
+def _ref_conditions(dialect: str, status: str, include_expired: bool, at: int) -> Conditions:
+    """The conditions of a look-up by reference (its status, and expiry at `at`), built once
+    per status: a look-up by key costs less than building them (`MemoryFilter.build`)."""
+    key = (dialect, status, include_expired)
+    made = _REF_CONDITIONS.get(key)
+    if made is None:
+        filters = MemoryFilter.build(status=status, include_expired=include_expired)
+        made = _REF_CONDITIONS[key] = filters.conditions(dialect, at)
+    if "at" not in made.values:
+        return made
+    return Conditions(made.key, {**made.values, "at": at}, made.parts)
+
+
+def _lookup_key(ref: object) -> tuple[str, str]:
+    """The `(type, id)` a reference looks up: `TYPE:ID`, or an object's own strings, as they
+    are (nothing is stored, so nothing more is checked); anything else as `validation.ref_key`
+    reads it, or refuses it."""
+    if isinstance(ref, str) and not ref.lstrip().startswith("{"):
+        ref_type, _, ref_id = ref.partition(":")
+        if ref_type.strip() and ref_id.strip():
+            return ref_type.strip(), ref_id.strip()
+    elif isinstance(ref, dict):
+        given_type, given_id = ref.get("type"), ref.get("id")
+        named = isinstance(given_type, str) and given_type.strip()
+        if named and isinstance(given_id, str) and given_id.strip():
+            return str(given_type), given_id
+    elif isinstance(ref, Mapping):
+        ref = dict(ref)
+    return validation.ref_key(ref)
 
 
 def _offset_and_cursor() -> InvalidInput:

@@ -5,6 +5,10 @@ each reference that has an id, written by the repository in the same transaction
 "which memories cite this chunk" and "which references no longer resolve" are index lookups.
 Only `source` and `chunk` references can be checked: they name rows of this store. Sessions,
 URLs, files and free-form objects are stored as given.
+
+A reference can also be a caller's own key for a record (a mem0 id, a LangGraph item's path):
+`holding` finds the records that hold such references starting from the references' index,
+which stays a look-up by key however many records a scope or the store holds.
 """
 
 from __future__ import annotations
@@ -28,7 +32,10 @@ from sqlalchemy import (
 )
 
 from lantern.errors import InvalidInput, Setting
-from lantern.memory.records import DanglingRef
+from lantern.memory.identity import STATUS_RANK
+from lantern.memory.records import DanglingRef, MemoryRecord
+from lantern.memory.rows import row_to_record
+from lantern.store.dialect import FixedJoin, from_id_list, id_list_value
 from lantern.store.models import chunks, memory_records, memory_refs, sources
 from lantern.store.prepared import Prepared
 
@@ -160,3 +167,62 @@ def dangling_count(conn: Connection) -> int:
         select(func.count()).select_from(_dangling_select().subquery())
     ).scalar_one()
     return count
+
+
+def holding(dialect: str, *, one: bool = False) -> Select[Any]:
+    """The records holding a reference of the type bound as `ref_type` whose id is one of the
+    ids bound as `ref_ids` (`ref_ids_value`), or with `one`, the id bound as `ref_id`, in no
+    particular order: the references' index is read first, then each record by its key
+    (`FixedJoin`: SQLite's planner would otherwise walk a listing index and test every record
+    of it)."""
+    if one:
+        on = memory_records.c.id == memory_refs.c.record_id
+        found = FixedJoin(memory_refs, memory_records, on)
+        by_id = [memory_refs.c.ref_id == bindparam("ref_id")]
+    else:
+        listed, by_id = from_id_list(dialect, memory_refs, memory_refs.c.ref_id, "ref_ids")
+        found = FixedJoin(listed, memory_records, memory_records.c.id == memory_refs.c.record_id)
+    return (
+        select(memory_records)
+        .select_from(found)
+        .where(memory_refs.c.ref_type == bindparam("ref_type"), *by_id)
+    )
+
+
+def ref_ids_value(dialect: str, ids: Sequence[str]) -> Any:
+    """The value to bind as `ref_ids` in `holding`."""
+    return id_list_value(dialect, ids)
+
+
+_HELD: dict[str, Prepared] = {}
+
+
+def held_in_scope(conn: Connection, ref_type: str, ref_id: str, scope: str) -> list[MemoryRecord]:
+    """The records of `scope` that hold the reference `(ref_type, ref_id)`, the superseded ones
+    left out, in list order; on PostgreSQL locked until the transaction ends."""
+    dialect = conn.dialect.name
+    statement = _HELD.get(dialect)
+    if statement is None:
+        statement = _HELD[dialect] = Prepared(
+            holding(dialect, one=True)
+            .where(
+                memory_records.c.scope == bindparam("scope"),
+                memory_records.c.status != "superseded",
+            )
+            .with_for_update(of=memory_records)
+        )
+    values = {"ref_type": ref_type, "ref_id": ref_id, "scope": scope}
+    records = [row_to_record(row) for row in statement.rows(conn, values)]
+    return sorted(records, key=list_rank)
+
+
+def list_rank(record: MemoryRecord) -> tuple[object, ...]:
+    """Where a record sorts in the documented list order (`lantern.memory.filters.LIST_ORDER`),
+    for sorting a few records in Python."""
+    return (
+        STATUS_RANK.get(record.status, len(STATUS_RANK)),
+        -record.priority,
+        -record.urgency,
+        -record.updated_at,
+        record.id,
+    )

@@ -28,11 +28,20 @@ from lantern.errors import (
 )
 from lantern.memory import fts, history, identity, recordvectors, refs
 from lantern.memory.chains import check_supersedable, successor_id
-from lantern.memory.changes import insert_new, insert_records, plain_refs, retire, set_fields
+from lantern.memory.changes import (
+    insert_new,
+    insert_records,
+    plain_refs,
+    retire,
+    set_fields,
+    set_status,
+)
 from lantern.memory.core import MemoryCore
 from lantern.memory.entities import attach
 from lantern.memory.records import MemoryRecord, freeze_refs
 from lantern.memory.rows import require
+from lantern.memory.scopes import ScopePolicy
+from lantern.store.dialect import serialize_writers_of
 from lantern.store.ids import memory_id, memory_identity
 from lantern.validation import SourceRefs
 
@@ -397,34 +406,7 @@ class MemoryWrites(MemoryCore):
                 new_refs = [ref for ref in adding if ref not in plain_refs(record.source_refs)]
                 if new_refs and not allow_dangling:
                     refs.require_resolvable(conn, new_refs)
-            said, says = identity.of(record), None
-            if changes.get("content", record.content) != record.content:
-                says = memory_identity(record.scope, record.kind, changes["content"])
-                twin = identity.holder(conn, says, self._scopes) if says != said else None
-                if twin is not None:
-                    raise Conflict(f"an identical memory is already stored as {twin.id}")
-            revised = _revised(record, changes, at)
-            before, after = history.diff(record, revised)
-            if not after:
-                return record
-            fields = {name: changes[name] for name in after}
-            if says is not None and says != said:
-                fields["identity_hash"] = says
-            set_fields(conn, record_id, fields, at)
-            if "identity_hash" in fields:
-                identity.release(conn, said)
-            if "content" in after:
-                fts.reindex(conn, record_id, revised.content)
-                # Its vectors were of the old text: removed, and computed again if the store
-                # embeds on write.
-                recordvectors.invalidate(conn, record_id)
-                recordvectors.store_pending(conn, pending, [revised], at)
-            if "source_refs" in after:
-                refs.replace(conn, record_id, revised.source_refs)
-            history.append(
-                conn, [history.entry(record_id, "updated", at, before=before, after=after)]
-            )
-            return revised
+            return _revise(conn, record, changes, at, pending, self._scopes)
 
         if "content" in changes:
             # A new content has new vectors, when the store embeds on write.
@@ -551,6 +533,96 @@ class MemoryWrites(MemoryCore):
             return stored
 
         return self._write_with_vectors(contents, write)
+
+    def put_by_ref(
+        self,
+        ref: str | Mapping[str, object],
+        *,
+        content: str,
+        scope: str = "global",
+        kind: str = "fact",
+        priority: int = 50,
+        confidence: float = 1.0,
+        urgency: int = 0,
+        expires_at: int | float | str | None = None,
+        allow_dangling: bool = False,
+    ) -> tuple[MemoryRecord, bool]:
+        """Make the record of `scope` that holds the reference `ref` say `content`, with the
+        expiry `expires_at`: `(record, created)`.
+
+        `ref` is the caller's key for one record of the scope (a `TYPE:ID`, or an object with a
+        string `type` and `id`, as `mem0` or LangGraph items are kept). The record of the scope
+        that holds it, other than a superseded one, is revised in place (restored first when
+        archived; the first in list order, should several hold it); its kind, priority, urgency
+        and confidence stay as they are, a content and expiry equal to the stored ones change
+        nothing, and each change goes into its history as `update` and `restore` record it.
+        With no such record, a new one holding `ref` is added, as `add` adds it. One
+        transaction; calls with the same scope and reference take turns, also on PostgreSQL,
+        so a reference written only this way names one record of its scope.
+
+        Args:
+            ref: The key: `TYPE:ID`, or a JSON object with a string `type` and a string `id` (and
+                whatever else it should keep), stored among the record's references.
+            content: What the record says afterwards: non-blank text of at most 100,000
+                characters.
+            scope: The scope of the record (`global`, `user:ada`...).
+            kind: The kind of a new record (`fact`, `preference`...); a stored record keeps its own.
+            priority: The priority of a new record, 0 to 100.
+            confidence: The confidence of a new record, 0.0 to 1.0.
+            urgency: The urgency of a new record, 0 to 100.
+            expires_at: The record's expiry afterwards (unix seconds or ISO-8601); None, it never
+                expires.
+            allow_dangling: Let a `source` or `chunk` key name nothing stored.
+
+        Returns:
+            The record as it is now, and whether this call created it.
+
+        Raises:
+            InvalidInput: A value out of its range, or a reference without a string id.
+            Conflict: Another record already says `content` (same scope, kind and content).
+            PolicyRefused: The scope is outside this Lantern's scopes, or the store is read-only.
+        """
+        if not isinstance(ref, str):
+            ref = dict(ref)
+        ref_type, ref_id = validation.ref_key(ref)
+        at = self._store.clock()
+        record = _new_record(
+            at,
+            kind=kind,
+            content=content,
+            scope=scope,
+            priority=priority,
+            confidence=confidence,
+            urgency=urgency,
+            expires_at=expires_at,
+            source_refs=ref,
+        )
+        self._scopes.check_write(record.scope)
+        says = identity.of(record)
+        changes = {"content": record.content, "expires_at": record.expires_at}
+
+        def write(
+            conn: Connection, pending: recordvectors.PendingVectors | None
+        ) -> tuple[MemoryRecord, bool]:
+            serialize_writers_of(conn, f"ref\x00{record.scope}\x00{ref_type}\x00{ref_id}")
+            held = refs.held_in_scope(conn, ref_type, ref_id, record.scope)
+            if held:
+                current = held[0]
+                if current.status == "archived":
+                    current = set_status(conn, current, "restored", "active", at)
+                return _revise(conn, current, changes, at, pending, self._scopes), False
+            if not allow_dangling:
+                refs.require_resolvable(conn, record.source_refs)
+            stored, created = insert_new(conn, record, self._scopes, says=says)
+            if not created:
+                raise Conflict(
+                    f"an identical memory is already stored as {stored.id}, without the "
+                    f"reference {ref_type}:{ref_id}"
+                )
+            recordvectors.store_pending(conn, pending, [stored], at)
+            return stored, True
+
+        return self._write_with_vectors([record.content], write)
 
     def _write_with_vectors(
         self,
@@ -745,6 +817,46 @@ def _ref_text(ref: Mapping[str, Any]) -> str:
     if set(ref) == {"type", "id"}:
         return f"{ref['type']}:{ref['id']}"
     return repr(dict(ref))
+
+
+def _revise(
+    conn: Connection,
+    record: MemoryRecord,
+    changes: Mapping[str, Any],
+    at: int,
+    pending: recordvectors.PendingVectors | None,
+    scopes: ScopePolicy,
+) -> MemoryRecord:
+    """Change fields of a stored record in place (`update`'s work, in the caller's
+    transaction): its identity, search row, vectors and reference rows follow, and the change
+    is appended to its history. A content that another record says is refused; values equal
+    to the stored ones change nothing, and nothing at all is written when none differs."""
+    said, says = identity.of(record), None
+    if changes.get("content", record.content) != record.content:
+        says = memory_identity(record.scope, record.kind, changes["content"])
+        twin = identity.holder(conn, says, scopes) if says != said else None
+        if twin is not None:
+            raise Conflict(f"an identical memory is already stored as {twin.id}")
+    revised = _revised(record, changes, at)
+    before, after = history.diff(record, revised)
+    if not after:
+        return record
+    fields = {name: changes[name] for name in after}
+    if says is not None and says != said:
+        fields["identity_hash"] = says
+    set_fields(conn, record.id, fields, at)
+    if "identity_hash" in fields:
+        identity.release(conn, said)
+    if "content" in after:
+        fts.reindex(conn, record.id, revised.content)
+        # Its vectors were of the old text: removed, and computed again if the store embeds on
+        # write.
+        recordvectors.invalidate(conn, record.id)
+        recordvectors.store_pending(conn, pending, [revised], at)
+    if "source_refs" in after:
+        refs.replace(conn, record.id, revised.source_refs)
+    history.append(conn, [history.entry(record.id, "updated", at, before=before, after=after)])
+    return revised
 
 
 def _revised(record: MemoryRecord, changes: Mapping[str, Any], at: int) -> MemoryRecord:

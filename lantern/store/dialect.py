@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -119,3 +120,17 @@ def serialize_writers(conn: Connection) -> None:
     """
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _WRITER_LOCK})
+
+
+def serialize_writers_of(conn: Connection, name: str) -> None:
+    """Make the writers of one `name` take turns on PostgreSQL, as every writer does on SQLite
+    (`BEGIN IMMEDIATE`): a transaction-wide advisory lock on a 64-bit hash of the name.
+
+    For a write that first looks for a row and inserts one when there is none, where no unique
+    index can say that two such rows are one: two writers of the same name would otherwise
+    both find nothing and both insert. Two names of the same hash only wait for each other.
+    """
+    if conn.dialect.name == "postgresql":
+        digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        key = int.from_bytes(digest, "big", signed=True)
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
