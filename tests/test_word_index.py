@@ -347,3 +347,48 @@ def test_the_feeds_last_row_is_one_index_look_up_whatever_the_statistics(
         plan = [row[-1] for row in driver_of(conn).execute(f"EXPLAIN QUERY PLAN {sql}", values)]
     assert any("COVERING INDEX ix_index_feed_side" in step for step in plan), plan
     assert not any(step.startswith("SCAN") for step in plan), plan
+
+
+def _confined_view(path: Path, query: str, mode: str, order: str) -> str:
+    with Lantern.open(path, scopes=["user:alice"]) as confined:
+        page = confined.memory.search(query, mode=mode, order=order, limit=4)
+        pages = [[m.to_json(explain=True) for m in page], page.next_cursor]
+        if page.next_cursor:
+            rest = confined.memory.search(
+                query, mode=mode, order=order, limit=50, after=page.next_cursor
+            )
+            pages.append([m.to_json(explain=True) for m in rest])
+        return json.dumps(pages, sort_keys=True)
+
+
+@pytest.mark.parametrize("order", ["relevance", "policy"])
+@pytest.mark.parametrize("mode", ["keyword", "any"])
+def test_a_confined_callers_results_do_not_depend_on_other_scopes(
+    db_path: Path, mode: str, order: str
+) -> None:
+    """Relevance statistics counted store-wide would tell a confined caller whether a word
+    occurs outside its scopes, and how often; its index holds its scopes' records alone."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(5)
+    with Lantern.open(db_path) as lt:
+        lt.memory.add_many(
+            [
+                {"kind": "fact", "scope": "user:alice", "content": f"{_content(rng)} {i}"}
+                for i in range(30)
+            ]
+        )
+        lt.memory.add(kind="fact", scope="user:alice", content="my password is hunter2pass")
+    queries = ["hunter2pass", "ledger lamp", "which deploy is the release"]
+    before = {q: _confined_view(db_path, q, mode, order) for q in queries}
+    with Lantern.open(db_path) as lt:
+        lt.memory.add_many(
+            [
+                {"kind": "fact", "scope": scope, "content": f"hunter2pass {_content(rng)} {i}"}
+                for i in range(40)
+                for scope in ("user:bob", "user:alice2")
+            ]
+        )
+        assert len(lt.memory.search("hunter2pass", mode=mode, limit=100)) == 81
+    after = {q: _confined_view(db_path, q, mode, order) for q in queries}
+    assert after == before
+    assert '"hunter2pass' not in before["ledger lamp"]

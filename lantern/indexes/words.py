@@ -13,10 +13,11 @@ FTS5's `unicode61` with its diacritics removed, plus ligatures and `ß` folded: 
 differences are in docs/search.md. Scores are BM25 (k1 = 1.2, b = 0.75) over the records in
 the index, every status, as FTS5's are over its table.
 
-How it stays right: a document `~feed` holds the feed mark (`lantern.indexes.feed`) of the
-last change applied, committed in the same tantivy commit as the change, so the two never
-disagree. `caught_up` compares it with the store's feed before every search and applies what
-changed since, under tantivy's own writer lock (another process catching up is waited for).
+How it stays right: each generation keeps the feed mark (`lantern.indexes.feed`) of the last
+change it applied in a file beside its tantivy files (`WordIndex.mark` says why not in the
+index), written after the commit that applied the change. `ready` compares it with the store's
+feed before every search and applies what changed since, under tantivy's own writer lock
+(another process catching up is waited for).
 A record that left the store (forgotten) makes the catch-up rebuild the index instead: deleted
 documents leave their words in tantivy's segments until a merge, and a forgotten word must not
 stay on disk.
@@ -25,13 +26,16 @@ stay on disk.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import ColumnElement, Connection, Select, bindparam, func, select
 
 from lantern.indexes import feed, place
 from lantern.indexes.feed import Mark
@@ -45,8 +49,8 @@ if TYPE_CHECKING:
 
 NAME = "words"
 ANALYZER = "lantern_words"
-FEED_DOC = "~feed"
-"""The id of the document that holds the feed mark (no record id starts with `~`)."""
+MARK_FILE = "mark.json"
+"""The feed mark of a generation, beside its tantivy files."""
 AUTO_BUILD_UP_TO = 50_000
 """A store with at most this many records gets its index on its first search (about a second
 at most); a larger one keeps searching inside the database until `lantern db rebuild-index`
@@ -57,6 +61,7 @@ _CATCH_UP_HEAP = 32_000_000
 _BUILD_HEAP = 256_000_000
 _BATCH = 500
 _ROWS = select(records.c.id, records.c.scope, records.c.status, records.c.content)
+_ID_ONLY = select(records.c.id)
 
 
 @functools.cache
@@ -77,14 +82,39 @@ STALE: Any = object()
 """What `catch_up` returns for a generation that must be rebuilt rather than caught up."""
 
 
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """The records an index holds: all of them, or those of a confined caller's scopes.
+
+    A caller confined to some scopes searches an index of its scopes' records alone, so that
+    every number BM25 weighs (how many records hold a word, how long they are on average) is
+    counted within its scopes: its scores and their order are the same whatever the rest of
+    the store holds. `where` is the confinement as SQL conditions (the scope policy's)."""
+
+    patterns: tuple[tuple[str, bool], ...] = ()
+    where: tuple[ColumnElement[bool], ...] = field(default=(), compare=False)
+
+    @property
+    def name(self) -> str:
+        """`words` for the whole store; `words-` and a digest of the patterns for a fence."""
+        if not self.patterns:
+            return NAME
+        canonical = json.dumps(sorted(self.patterns), ensure_ascii=False)
+        return f"{NAME}-{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:16]}"
+
+
+WHOLE_STORE = Fence()
+
+
 class WordIndex:
     """One generation of the index, open for searching and catching up."""
 
-    def __init__(self, directory: Path, path: Path) -> None:
+    def __init__(self, directory: Path, path: Path, fence: Fence = WHOLE_STORE) -> None:
         import tantivy
 
         self.directory = directory
         self.path = path
+        self.fence = fence
         self._index = tantivy.Index.open(str(path))
         self._index.register_tokenizer(ANALYZER, _analyzer())
         self._schema = self._index.schema
@@ -96,15 +126,19 @@ class WordIndex:
 
     # --- the mark ----------------------------------------------------------------------
 
-    def mark(self, searcher: tantivy.Searcher) -> Mark | None:
-        """The feed mark this generation holds (None: not a finished build)."""
-        import tantivy
+    def mark(self) -> Mark | None:
+        """The feed mark this generation holds (None: not a finished build).
 
-        found = searcher.search(tantivy.Query.term_query(self._schema, "id", FEED_DOC), 1).hits
-        if not found:
+        It is kept in a file of its own, replaced atomically after each tantivy commit, not as
+        a document: a document rewritten at every catch-up would leave deleted documents in
+        tantivy's statistics, and move every score a little on any write to the store, even
+        one outside a fenced index's scopes. A crash between the commit and the file leaves
+        the mark behind; the changes since are applied again, which changes nothing."""
+        try:
+            found = json.loads((self.path / MARK_FILE).read_text(encoding="utf-8"))
+            return Mark(int(found["seq"]), str(found["anchor"]))
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        document = searcher.doc(found[0][1]).to_dict()
-        return Mark(int(document["seq"][0]), str(document.get("anchor", [""])[0]))
 
     def searcher(self) -> tantivy.Searcher:
         self._index.reload()
@@ -189,7 +223,7 @@ class WordIndex:
         with store.read() as conn:
             now = Mark.now(conn, feed.MEMORY)
             searcher = self.searcher()
-            mark = self.mark(searcher)
+            mark = self.mark()
             if mark != now:
                 if mark is None or not feed.belongs(conn, mark, now):
                     return STALE
@@ -206,78 +240,94 @@ class WordIndex:
         if writer is None:
             return None
         try:
-            mark = self.mark(self.searcher())  # what the lock holder before us left
+            mark = self.mark()  # what the lock holder before us left
             if mark is None or not feed.belongs(conn, mark, now):
                 return STALE
             if mark.seq < now.seq:
                 changed = feed.changed(conn, feed.MEMORY, mark.seq, now.seq)
-                rows = _rows_of(conn, changed)
-                if len(rows) < len(changed):
+                if len(_rows_of(conn, changed, _ID_ONLY)) < len(changed):
                     return STALE  # a record left the store: its words must leave the disk
-                for record_id in changed:
-                    writer.delete_documents_by_term("id", record_id)
-                _add_rows(writer, rows)
-                _set_mark(writer, now)
-                writer.commit()
-                writer.wait_merging_threads()
-                writer = None
+                rows = _rows_of(conn, changed, _ROWS.where(*self.fence.where))
+                searcher = self.searcher()
+                held = [rid for rid in changed if self.holds(searcher, rid)]
+                if rows or held:  # nothing of the fence changed: the index stays as it is
+                    for record_id in held:
+                        writer.delete_documents_by_term("id", record_id)
+                    _add_rows(writer, rows)
+                    writer.commit()
+                    writer.wait_merging_threads()
+                    writer = None
+                _write_mark(self.path, now)
         finally:
             if writer is not None:
                 writer.rollback()
         return True
 
-    def holds(self, searcher: tantivy.Searcher, record_id: str, scope: str, state: str) -> bool:
-        """Whether the index holds exactly one document of this record, in this scope and
-        status."""
+    def holds(
+        self,
+        searcher: tantivy.Searcher,
+        record_id: str,
+        scope: str | None = None,
+        state: str | None = None,
+    ) -> bool:
+        """Whether the index holds exactly one document of this record (in this scope and
+        status, when given)."""
         import tantivy
 
         must = tantivy.Occur.Must
-        query = tantivy.Query.boolean_query(
-            [
-                (must, tantivy.Query.term_query(self._schema, "id", record_id)),
-                (must, tantivy.Query.term_query(self._schema, "scope", scope)),
-                (must, tantivy.Query.term_query(self._schema, "status", state)),
-            ]
-        )
-        return len(searcher.search(query, 2).hits) == 1
+        clauses = [(must, tantivy.Query.term_query(self._schema, "id", record_id))]
+        for name, value in (("scope", scope), ("status", state)):
+            if value is not None:
+                clauses.append((must, tantivy.Query.term_query(self._schema, name, value)))
+        query = tantivy.Query.boolean_query(clauses)
+        return len(searcher.search(query, 2, count=False).hits) == 1
 
     def documents(self, searcher: tantivy.Searcher) -> int:
-        """Records in this generation (the feed document left out)."""
-        return int(searcher.num_docs) - 1
+        """Records in this generation."""
+        return int(searcher.num_docs)
 
 
-def open_current(store: Store) -> WordIndex | None:
-    """The store's current generation, if it has one that opens."""
+def open_current(store: Store, fence: Fence = WHOLE_STORE) -> WordIndex | None:
+    """The store's current generation for this fence, if it has one that opens."""
     directory = place.directory(store.location)
     if directory is None or not available():
         return None
-    path = place.current(directory, NAME)
+    path = place.current(directory, fence.name)
     if path is None:
         return None
     try:
-        return WordIndex(directory, path)
+        return WordIndex(directory, path, fence)
     except (ValueError, OSError):
         return None
 
 
-def build(store: Store, directory: Path) -> WordIndex:
-    """A new generation from every record in the store, published as the current one."""
+def build(store: Store, directory: Path, fence: Fence = WHOLE_STORE) -> WordIndex:
+    """A new generation from every record in the fence, published as the current one."""
     import tantivy
 
-    path = place.new_generation(directory, NAME)
+    path = place.new_generation(directory, fence.name)
     index = tantivy.Index(_schema(), path=str(path))
     index.register_tokenizer(ANALYZER, _analyzer())
     writer = index.writer(_BUILD_HEAP)
     with store.read() as conn:
         now = Mark.now(conn, feed.MEMORY)
-        result = conn.execution_options(stream_results=True, yield_per=10_000).execute(_ROWS)
-        for partition in result.partitions():
+        rows = conn.execution_options(stream_results=True, yield_per=10_000).execute(
+            _ROWS.where(*fence.where)
+        )
+        for partition in rows.partitions():
             _add_rows(writer, partition)
-    _set_mark(writer, now)
     writer.commit()
     writer.wait_merging_threads()
-    place.publish(directory, NAME, path)
-    return WordIndex(directory, path)
+    _write_mark(path, now)
+    place.publish(directory, fence.name, path)
+    return WordIndex(directory, path, fence)
+
+
+def fenced_names(directory: Path) -> list[str]:
+    """The names of the fenced indexes beside a store (`words-...`)."""
+    return sorted(
+        pointer.name.removesuffix(".current") for pointer in directory.glob(f"{NAME}-*.current")
+    )
 
 
 def count_records(store: Store) -> int:
@@ -296,8 +346,6 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("scope", tokenizer_name="raw")
     builder.add_text_field("status", tokenizer_name="raw")
     builder.add_text_field("content", tokenizer_name=ANALYZER, index_option="position")
-    builder.add_unsigned_field("seq", stored=True, indexed=False)
-    builder.add_text_field("anchor", stored=True, tokenizer_name="raw")
     return builder.build()
 
 
@@ -322,15 +370,17 @@ def _add_rows(writer: tantivy.IndexWriter, rows: Iterable[Sequence[Any]]) -> Non
         )
 
 
-def _set_mark(writer: tantivy.IndexWriter, mark: Mark) -> None:
-    import tantivy
+def _write_mark(path: Path, mark: Mark) -> None:
+    staged = path / f".{MARK_FILE}.new"
+    with open(staged, "w", encoding="utf-8") as handle:
+        json.dump({"seq": mark.seq, "anchor": mark.anchor}, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(staged, path / MARK_FILE)
 
-    writer.delete_documents_by_term("id", FEED_DOC)
-    writer.add_document(tantivy.Document(id=FEED_DOC, seq=mark.seq, anchor=mark.anchor))
 
-
-def _rows_of(conn: Connection, ids: list[str]) -> list[Sequence[Any]]:
-    statement = _ROWS.where(records.c.id.in_(bindparam("ids", expanding=True)))
+def _rows_of(conn: Connection, ids: list[str], rows_of: Select[Any]) -> list[Sequence[Any]]:
+    statement = rows_of.where(records.c.id.in_(bindparam("ids", expanding=True)))
     rows: list[Sequence[Any]] = []
     for start in range(0, len(ids), _BATCH):
         rows.extend(conn.execute(statement, {"ids": ids[start : start + _BATCH]}))
@@ -497,7 +547,7 @@ def status(store: Store) -> JSONObject:
         return {"state": "absent", "records": None, "size_bytes": None, "behind_by": None}
     index = WordIndex(directory, path)
     searcher = index.searcher()
-    mark = index.mark(searcher)
+    mark = index.mark()
     with store.read() as conn:
         now = Mark.now(conn, feed.MEMORY)
         usable = mark is not None and feed.belongs(conn, mark, now)
@@ -522,7 +572,7 @@ def verify(store: Store) -> list[str] | None:
     try:
         index = WordIndex(directory, place.current(directory, NAME) or directory)
         searcher = index.searcher()
-        mark = index.mark(searcher)
+        mark = index.mark()
     except (OSError, ValueError) as exc:
         return [f"the word index cannot be read ({exc}); lantern db rebuild-index builds it again"]
     rebuild = "lantern db rebuild-index builds it again"

@@ -35,7 +35,7 @@ from sqlalchemy import ColumnElement, and_, or_, tuple_
 
 from lantern.errors import InvalidInput
 from lantern.memory.filters import MemoryFilter, Part, Values, bound
-from lantern.memory.records import MemoryRecord
+from lantern.memory.records import MemoryMatch, MemoryRecord, Page
 from lantern.store.models import memory_records as table
 from lantern.validation import STATUSES
 
@@ -265,3 +265,26 @@ def _refused(value: object) -> InvalidInput:
 def _shown(value: object) -> str:
     shown = repr(value)
     return shown if len(shown) <= 80 else shown[:79] + "…"
+
+
+def policy_page(
+    matches: list[MemoryMatch],
+    limit: int,
+    offset: int,
+    position: SearchCursor | None,
+    fingerprint: str,
+) -> Page:
+    """A page of matches in the list order, after `offset` or after the cursor's record."""
+    ordered = sorted(matches, key=lambda match: list_key(match.record))
+    if position is not None:
+        key = position.key
+        after = (key.status, -key.priority, -key.urgency, -key.updated_at, key.id)
+        ordered = [match for match in ordered if list_key(match.record) > after]
+    else:
+        ordered = ordered[offset:]
+    page = ordered[: limit + 1]
+    more = len(page) > limit
+    page = page[:limit]
+    if not (more and page):
+        return Page(page)
+    return Page(page, search_cursor_for(fingerprint, "policy", page[-1].record, None, None))

@@ -24,6 +24,7 @@ from lantern.memory.cursor import (
     list_key,
     parse_cursor,
     parse_search_cursor,
+    policy_page,
     relevance_start,
     search_cursor_for,
     search_fingerprint,
@@ -486,9 +487,17 @@ class MemoryReads(MemoryCore):
         position: SearchCursor | None,
         fingerprint: str,
     ) -> Page:
-        if order == "relevance" and (ready := topk.ready_index(self)) is not None:
+        confined = self._scopes.restricted
+        if (order == "relevance" or confined) and (ready := topk.ready_index(self)) is not None:
             ranking = topk.Ranking(self, ready, parsed, filters, conditions)
-            return self._ranked_page(ranking, mode, limit, offset, position, fingerprint)
+            if order == "relevance":
+                return self._ranked_page(ranking, mode, limit, offset, position, fingerprint)
+            # A confined caller's places in the ranking are counted in its scopes' index.
+            matches = [
+                MemoryMatch(record, score, mode.value, keyword_rank=rank)
+                for record, score, rank in ranking.ranked_all()
+            ]
+            return policy_page(matches, limit, offset, position, fingerprint)
         dialect = self._store.dialect
         values = {
             **conditions.values,

@@ -32,6 +32,7 @@ from lantern.memory.cursor import (
     SearchCursor,
     after_branches,
     list_key,
+    policy_page,
     relevance_start,
     search_cursor_for,
 )
@@ -155,9 +156,18 @@ class SemanticSearch:
             record.id: (rank, similarity) for rank, (record, similarity) in enumerate(nearest, 1)
         }
         keyword: dict[str, tuple[MemoryRecord, int]] = {}
-        for row in self._policy_rows():
-            record = row_to_record(row)
-            keyword[record.id] = (record, int(row[SCORE_COLUMN + 1]))
+        ready = topk.ready_index(self._core) if self._core._scopes.restricted else None
+        if ready is not None:
+            # A confined caller's places in the ranking are counted in its scopes' index.
+            ranking = topk.Ranking(
+                self._core, ready, self._any_query(), request.filters, request.conditions
+            )
+            for record, _score, rank in ranking.ranked_all():
+                keyword[record.id] = (record, rank)
+        else:
+            for row in self._policy_rows():
+                record = row_to_record(row)
+                keyword[record.id] = (record, int(row[SCORE_COLUMN + 1]))
         candidates = {record.id: record for record, _ in keyword.values()}
         candidates.update((record.id, record) for record, _ in nearest)
         matches = []
@@ -291,20 +301,9 @@ class SemanticSearch:
 
     def _policy_page(self, matches: list[MemoryMatch]) -> Page:
         request = self._request
-        ordered = sorted(matches, key=lambda match: list_key(match.record))
-        if request.position is not None:
-            key = request.position.key
-            after = (key.status, -key.priority, -key.urgency, -key.updated_at, key.id)
-            ordered = [match for match in ordered if list_key(match.record) > after]
-        else:
-            ordered = ordered[request.offset :]
-        page = ordered[: request.limit + 1]
-        more = len(page) > request.limit
-        page = page[: request.limit]
-        if not (more and page):
-            return Page(page)
-        cursor = search_cursor_for(request.fingerprint, "policy", page[-1].record, None, None)
-        return Page(page, cursor)
+        return policy_page(
+            matches, request.limit, request.offset, request.position, request.fingerprint
+        )
 
     def _match(
         self,

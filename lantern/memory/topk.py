@@ -36,21 +36,26 @@ from lantern.store.models import memory_records as table
 if TYPE_CHECKING:
     import tantivy
 
-    from lantern.indexes.words import WordIndex
+    from lantern.indexes.words import Fence, WordIndex
 
 _FIRST_ROUND = 16
 _WHOLE_ROWS = 256
 """Rounds larger than this (many equal scores) are ordered by their list keys first."""
-_open: dict[str, WordIndex] = {}
-_workers: dict[int, _CatchUp] = {}
+_open: dict[tuple[str, str], WordIndex] = {}
+_workers: dict[tuple[int, str], _CatchUp] = {}
 _declined: set[str] = set()
 """Stores too large to index on a search, by directory: not counted again by this process."""
 _lock = threading.RLock()
 
 
 def ready_index(core: MemoryCore) -> tuple[WordIndex, tantivy.Searcher] | None:
-    """The store's word index caught up to now, with a searcher on it; None to search in the
-    database instead. A small store without an index gets one here."""
+    """The word index for this repository's scopes caught up to now, with a searcher on it;
+    None to search in the database instead.
+
+    An unconfined repository searches the whole store's index, built here while the store is
+    small (see `words.AUTO_BUILD_UP_TO`). A confined one searches the index of its scopes'
+    records alone (`words.Fence`), built here whatever its size: its relevance statistics must
+    not count what lies outside its scopes."""
     store = core._store
     if store.dialect != "sqlite":
         return None
@@ -61,22 +66,34 @@ def ready_index(core: MemoryCore) -> tuple[WordIndex, tantivy.Searcher] | None:
 
     if not words.available():
         return None
+    fence = _fence(core)
     try:
-        index = _current(core)
+        index = _current(core, fence)
         if index is None:
-            if str(directory) in _declined or words.count_records(store) > words.AUTO_BUILD_UP_TO:
+            if not fence.patterns and (
+                str(directory) in _declined or words.count_records(store) > words.AUTO_BUILD_UP_TO
+            ):
                 _declined.add(str(directory))  # counted once a process: it only grows
                 return None
-            index = _remember(words.build(store, directory))
+            index = _remember(words.build(store, directory, fence))
         searcher = index.ready(store)
         if searcher is words.STALE:
-            index = _remember(words.build(store, directory))
+            index = _remember(words.build(store, directory, fence))
             searcher = index.searcher()
     except (OSError, ValueError):
         return None  # an index that cannot be read or written here: the database answers
     if searcher is None:
         return None
     return index, searcher
+
+
+def _fence(core: MemoryCore) -> Fence:
+    from lantern.indexes.words import WHOLE_STORE, Fence
+
+    patterns = core._scopes.patterns
+    if not patterns:
+        return WHOLE_STORE
+    return Fence(patterns, tuple(core._policy()))
 
 
 class Ranking:
@@ -125,6 +142,11 @@ class Ranking:
                     if record is not None:
                         yield record, -key[0]
 
+    def ranked_all(self) -> Iterator[tuple[MemoryRecord, float, int]]:
+        """Every match with its score and its 1-based place in the ranking."""
+        for rank, (record, score) in enumerate(self.records(_FIRST_ROUND * 4), 1):
+            yield record, score, rank
+
     def now(self, record_id: str) -> tuple[MemoryRecord, float] | None:
         """A record as it is and ranks now, if it still passes the filters and matches."""
         if self._query is None:
@@ -142,15 +164,16 @@ def after_write(core: MemoryCore) -> None:
     every new file), which an agent's next turn usually hides. A search that comes first
     waits for it (the writer lock) or catches up itself; a process that ends first finishes
     it (the thread is not a daemon), and one killed leaves the index behind, never wrong."""
-    index = _current(core)
+    index = _current(core, _fence(core))
     if index is None:
         return
     store = core._store
+    key = (id(store), index.fence.name)
     with _lock:
-        worker = _workers.get(id(store))
+        worker = _workers.get(key)
         if worker is not None and worker.request():
             return
-        worker = _workers[id(store)] = _CatchUp(index, store)
+        worker = _workers[key] = _CatchUp(index, store, key)
     store.before_close(worker.finish)
     worker.start()
 
@@ -158,10 +181,11 @@ def after_write(core: MemoryCore) -> None:
 class _CatchUp(threading.Thread):
     """Catches one store's index up until no write has asked for it since it began."""
 
-    def __init__(self, index: WordIndex, store: Store) -> None:
+    def __init__(self, index: WordIndex, store: Store, key: tuple[int, str]) -> None:
         super().__init__(name="lantern-word-index", daemon=False)
         self._index = index
         self._store = store
+        self._key = key
         self._again = True
         self._done = False
 
@@ -178,7 +202,7 @@ class _CatchUp(threading.Thread):
             with _lock:
                 if not self._again:
                     self._done = True
-                    _workers.pop(id(self._store), None)
+                    _workers.pop(self._key, None)
                     return
                 self._again = False
             try:
@@ -186,7 +210,7 @@ class _CatchUp(threading.Thread):
             except Exception:
                 with _lock:
                     self._done = True
-                    _workers.pop(id(self._store), None)
+                    _workers.pop(self._key, None)
                 return
 
     def finish(self) -> None:
@@ -195,18 +219,27 @@ class _CatchUp(threading.Thread):
 
 
 def rebuild_after_forget(core: MemoryCore) -> None:
-    """Build the store's word index again, if it has one, so that a forgotten record's words
-    leave the disk now rather than at the next search (tantivy keeps a deleted document's
-    words in its segments until they merge). If this fails or is killed, the next search finds
-    the index behind a forget and rebuilds it then."""
+    """Build the store's word indexes again, so that a forgotten record's words leave the disk
+    now rather than at the next search (tantivy keeps a deleted document's words in its
+    segments until they merge): those this process has open are rebuilt, the fenced ones it
+    has not are removed (their confined callers build them again on their next search). If
+    this fails or is killed, the next search finds an index behind a forget and rebuilds it."""
     store = core._store
     directory = place.directory(store.location)
-    if directory is None or _current(core) is None:
+    if directory is None:
         return
     from lantern.indexes import words
 
+    with _lock:
+        opened = [index for (where, _), index in _open.items() if where == str(directory)]
     try:
-        _remember(words.build(store, directory))
+        for name in words.fenced_names(directory):
+            if all(index.fence.name != name for index in opened):
+                place.remove(directory, name)
+        for index in opened:
+            _remember(words.build(store, directory, index.fence))
+        if not opened and place.current(directory, words.NAME) is not None:
+            _remember(words.build(store, directory))
     except (OSError, ValueError):
         return
 
@@ -242,25 +275,25 @@ def _list_keys(core: MemoryCore, conditions: Conditions, ids: list[str]) -> dict
     return {row[4]: (row[0], -row[1], -row[2], -row[3], row[4]) for row in rows}
 
 
-def _current(core: MemoryCore) -> WordIndex | None:
+def _current(core: MemoryCore, fence: Fence) -> WordIndex | None:
     from lantern.indexes import words
 
     store = core._store
     directory = place.directory(store.location)
     if directory is None:
         return None
-    path = place.current(directory, words.NAME)
+    path = place.current(directory, fence.name)
     if path is None:
         return None
     with _lock:
-        index = _open.get(str(directory))
+        index = _open.get((str(directory), fence.name))
         if index is not None and index.path == path:
             return index
-    opened = words.open_current(store)
+    opened = words.open_current(store, fence)
     return None if opened is None else _remember(opened)
 
 
 def _remember(index: WordIndex) -> WordIndex:
     with _lock:
-        _open[str(index.directory)] = index
+        _open[(str(index.directory), index.fence.name)] = index
     return index
