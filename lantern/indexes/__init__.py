@@ -14,5 +14,6 @@ belong to this store is detected and rebuilt, and `lantern db check` verifies th
 without them (the `index` extra not installed, PostgreSQL, a store too large to build one on
 the fly) searches as before, inside the database.
 
-Imports: lantern.errors, lantern.retrieval, lantern.store; tantivy and numpy lazily.
+Imports: `lantern.store`, `lantern.retrieval`, `lantern.embeddings` and the leaves; tantivy
+and numpy lazily.
 """

@@ -9,5 +9,6 @@ records' vectors; `scopes` confines a repository to some scopes; `records` holds
 results.
 
 Imports: `lantern.store`, `lantern.retrieval`, `lantern.entities`, `lantern.semantic`,
-`lantern.embeddings` and the leaves. Never the evidence package, the facade or a surface.
+`lantern.indexes`, `lantern.embeddings` and the leaves. Never the evidence package, the facade
+or a surface.
 """
