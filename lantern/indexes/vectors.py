@@ -378,7 +378,7 @@ def _caught_up(store: Store, directory: Path, name: str, model: str) -> Any:
             result = _catch_up_locked(store, directory, name, generation)
         except FileNotFoundError as exc:
             if place.current(directory, name) == generation:
-                raise Broken(f"a file is missing ({exc.filename})") from exc
+                raise Broken(f"a file is missing ({Path(exc.filename or '').name})") from exc
             continue  # replaced while it was being opened
         if result is not _AGAIN:
             return result
@@ -879,6 +879,9 @@ def check(store: Store) -> list[str]:
                 problems.extend(f"{label}: {found}{rebuild}" for found in _compare(store, result))
         except Broken as exc:
             problems.append(f"{label}: {exc}{rebuild}")
+        except FileNotFoundError as exc:
+            missing = Path(exc.filename or "").name
+            problems.append(f"{label}: a file is missing ({missing}){rebuild}")
         except OSError as exc:
             problems.append(f"{label}: it cannot be read ({exc.strerror or exc}){rebuild}")
     return problems
