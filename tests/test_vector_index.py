@@ -254,6 +254,45 @@ def test_the_index_follows_writes_of_other_connections_and_processes(
     agree(lt, monkeypatch)
 
 
+@pytest.mark.usefixtures("keyword_side_in_the_database")
+def test_a_catch_up_reads_the_changed_vectors_a_batch_at_a_time(
+    lt: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lt.memory.search("rosa", mode="semantic")
+    monkeypatch.setattr(vectors, "_FETCH", 4)
+    ids = [record.id for record in lt.memory.list(limit=100)]
+    add(lt, 10, seed=12)
+    for record in ids[:5]:
+        lt.memory.update(record, content=f"Changed: {record} hotel laptop.")
+    lt.embed(sources=False)
+    agree(lt, monkeypatch)
+    assert (manifest(lt)["rows"], manifest(lt)["dead"]) == (75, 5)
+
+
+@pytest.mark.usefixtures("keyword_side_in_the_database")
+def test_an_id_longer_than_any_before_widens_the_index(
+    lt: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids are kept in a fixed width; a record whose id is longer (written by another tool)
+    moves the index into a new generation with wider ids."""
+    lt.memory.search("rosa", mode="semantic")
+    before = generation(lt)
+    assert manifest(lt)["width"] == 20
+    long_id = "mem_imported-by-another-tool-0001"
+    sql(
+        lt,
+        "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, confidence, "
+        "status, created_at, updated_at, source_refs, identity_hash) VALUES (:id, 'fact', "
+        "'Rosa drinks tea every morning.', 'user:rosa', 50, 0, 1.0, 'active', 1, 1, '[]', 'x')",
+        id=long_id,
+    )
+    lt.embed(sources=False)
+    agree(lt, monkeypatch)
+    assert generation(lt) != before and manifest(lt)["width"] == len(long_id)
+    assert long_id in live_ids(lt) and live_ids(lt) == table_ids(lt)
+    assert long_id in [m.record.id for m in lt.memory.search("rosa tea", mode="semantic")]
+
+
 def test_a_write_of_another_model_leaves_the_loaded_vectors_as_they_are(lt: Lantern) -> None:
     lt.memory.search("rosa", mode="semantic")
     first = index.load(lt.store, MEMORY, HASHING)

@@ -50,7 +50,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, BinaryIO, overload
 
 from sqlalchemy import Connection, bindparam, exists, func, select
 
@@ -541,7 +541,11 @@ def _catch_up(
     store: Store, directory: Path, name: str, generation: Path, manifest: Manifest
 ) -> Any:
     """Apply what the feed says changed since the manifest's marks (the caller holds the
-    lock): a `Snapshot` of the result, or `STALE` when the generation must be built again."""
+    lock): a `Snapshot` of the result, or `STALE` when the generation must be built again.
+
+    The changed records' vectors are read and appended a batch at a time (a catch-up after
+    `lantern embed` of a million records holds one batch, not a million vectors), in the read
+    snapshot the marks were taken in."""
     with store.read() as conn:
         now = Mark.now(conn, feed.MEMORY_VECTOR)
         records_now = Mark.now(conn, feed.MEMORY)
@@ -553,27 +557,46 @@ def _catch_up(
             and feed.belongs(conn, manifest.records, records_now)
         ):
             return STALE
-        changed = sorted(
-            feed.changed(conn, feed.MEMORY_VECTOR, manifest.mark.seq, now.seq, manifest.model)
-        )
-        current = _vectors_of(conn, manifest.model, changed)
+        model = manifest.model
+        changed = sorted(feed.changed(conn, feed.MEMORY_VECTOR, manifest.mark.seq, now.seq, model))
         if changed and manifest.dim == 0:
             return STALE  # built without a usable vector: the dimension is not known yet
-        gone = _forgotten(conn, [item for item in changed if item not in current])
+        width = max([manifest.width, *(len(_encoded(item)) for item in changed)])
+        if width > manifest.width:  # an id longer than any before: widen the ids first
+            generation, manifest = _compact(directory, name, generation, manifest, width)
+        _truncate(generation, manifest)
+        appended = 0
+        left_out: list[str] = []
+        without_vector: list[str] = []
+        with (
+            open(generation / _VECTORS, "ab") as vectors,
+            open(generation / _IDS, "ab") as id_file,
+        ):
+            for start in range(0, len(changed), _FETCH):
+                batch = changed[start : start + _FETCH]
+                current = _vectors_of(conn, model, batch)
+                without_vector.extend(item for item in batch if item not in current)
+                rows = [(item, *current[item]) for item in batch if item in current]
+                block, kept, out = _usable(rows, manifest.dim)
+                left_out.extend(out)
+                _write_rows(vectors, id_file, block, kept, width)
+                appended += len(kept)
+            _sync(vectors, id_file)
+        gone = _forgotten(conn, without_vector)
         gone |= _forgotten_since(conn, manifest.records.seq, records_now.seq)
-    _truncate(generation, manifest)
-    rows = [(item, *current[item]) for item in changed if item in current]
-    block, kept, left_out = _usable(rows, manifest.dim)
-    touched = set(changed) | gone
-    unusable = (set(manifest.unusable) - touched) | set(left_out)
-    width = max([manifest.width, *(len(item) for item in kept)])
     dead_before = _dead_rows(generation, manifest)
-    newly_dead, wiped = _rows_to_retire(generation, manifest, dead_before, touched, gone)
+    newly_dead = _live_rows_of(generation, manifest, dead_before, [*changed, *gone])
+    wiped = _rows_of(generation, manifest, sorted(gone))
     if len(wiped):
         _wipe(generation, manifest, wiped)
+    if len(newly_dead):
+        with open(generation / _DEAD, "ab") as dead:
+            dead.write(newly_dead.astype("<i8").tobytes())
+            _sync(dead)
+    unusable = (set(manifest.unusable) - set(changed) - gone) | set(left_out)
     grown = replace(
         manifest,
-        rows=manifest.rows + len(kept),
+        rows=manifest.rows + appended,
         dead=manifest.dead + len(newly_dead),
         unusable=tuple(sorted(unusable)),
         mark=now,
@@ -581,14 +604,35 @@ def _catch_up(
     )
     if left_out and len(unusable) > grown.rows - grown.dead:
         return STALE  # most vectors now have another dimension: choose it again
-    if width > manifest.width or grown.dead > COMPACT_ABOVE * grown.rows:
-        return _compact(
-            directory, name, generation, manifest, grown, block, kept, newly_dead, width, token
-        )
-    _append(generation, manifest, block, kept, newly_dead)
+    if grown.dead > COMPACT_ABOVE * grown.rows:
+        generation, grown = _compact(directory, name, generation, grown, width)
+        return _map(generation, grown, token)
     _pause_for_a_test()
     grown.write(generation)
     return _map(generation, grown, token)
+
+
+def _encoded(item: str) -> bytes:
+    return item.encode("utf-8", "surrogatepass")
+
+
+def _write_rows(
+    vectors: BinaryIO, id_file: BinaryIO, block: NDArray[np.float32], kept: list[bytes], width: int
+) -> None:
+    """Append rows: their vectors scaled to unit length, and their ids in `width` bytes."""
+    import numpy as np
+
+    from lantern.embeddings.vectors import normalise_rows
+
+    if kept:
+        normalise_rows(block).astype("<f4", copy=False).tofile(vectors)
+        np.array(kept, dtype=f"S{width}").tofile(id_file)
+
+
+def _sync(*handles: BinaryIO) -> None:
+    for handle in handles:
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def _vectors_of(conn: Connection, model: str, ids: list[str]) -> dict[str, tuple[int, bytes]]:
@@ -629,30 +673,25 @@ def _forgotten_since(conn: Connection, after: int, upto: int) -> set[str]:
     return {str(item) for item in conn.execute(statement).scalars()}
 
 
-def _rows_to_retire(
-    generation: Path,
-    manifest: Manifest,
-    dead_before: NDArray[np.int64],
-    touched: set[str],
-    gone: set[str],
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """The live rows of the touched ids (they die: a newer vector, or none, replaces them), and
-    every row, live or dead, of the ids whose records are gone (their bytes are wiped)."""
+def _rows_of(generation: Path, manifest: Manifest, items: Sequence[str]) -> NDArray[np.int64]:
+    """Every row, live or dead, that holds a vector of one of `items`."""
     import numpy as np
 
-    empty = np.zeros(0, dtype=np.int64)
-    if not touched or not manifest.rows:
-        return empty, empty
+    if not items or not manifest.rows:
+        return np.zeros(0, dtype=np.int64)
     ids = np.memmap(generation / _IDS, dtype=f"S{manifest.width}", mode="r", shape=(manifest.rows,))
-    wanted = [item.encode("utf-8", "surrogatepass") for item in touched]
-    rows = np.flatnonzero(np.isin(ids, np.array(wanted, dtype=f"S{max(map(len, wanted))}")))
-    rows = rows.astype(np.int64)
-    newly_dead = rows[~np.isin(rows, dead_before)]
-    if not gone:
-        return newly_dead, empty
-    gone_bytes = {item.encode("utf-8", "surrogatepass") for item in gone}
-    wiped = np.array([row for row in rows if bytes(ids[row]) in gone_bytes], dtype=np.int64)
-    return newly_dead, wiped
+    wanted = np.array([_encoded(item) for item in items], dtype=f"S{manifest.width}")
+    return np.flatnonzero(np.isin(ids, wanted)).astype(np.int64)
+
+
+def _live_rows_of(
+    generation: Path, manifest: Manifest, dead: NDArray[np.int64], items: Sequence[str]
+) -> NDArray[np.int64]:
+    """The live rows of `items` (they die: a newer vector, or none, replaces them)."""
+    import numpy as np
+
+    rows = _rows_of(generation, manifest, items)
+    return rows[~np.isin(rows, dead)]
 
 
 def _wipe(generation: Path, manifest: Manifest, rows: NDArray[np.int64]) -> None:
@@ -677,52 +716,16 @@ def _truncate(generation: Path, manifest: Manifest) -> None:
             os.truncate(path, valid)
 
 
-def _append(
-    generation: Path,
-    manifest: Manifest,
-    block: NDArray[np.float32],
-    kept: list[bytes],
-    newly_dead: NDArray[np.int64],
-) -> None:
-    import numpy as np
-
-    from lantern.embeddings.vectors import normalise_rows
-
-    parts: list[tuple[str, bytes]] = []
-    if kept:
-        parts.append((_VECTORS, normalise_rows(block).astype("<f4", copy=False).tobytes()))
-        parts.append((_IDS, np.array(kept, dtype=f"S{manifest.width}").tobytes()))
-    if len(newly_dead):
-        parts.append((_DEAD, newly_dead.astype("<i8").tobytes()))
-    for file, data in parts:
-        with open(generation / file, "ab") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-
 def _compact(
-    directory: Path,
-    name: str,
-    generation: Path,
-    manifest: Manifest,
-    grown: Manifest,
-    block: NDArray[np.float32],
-    kept: list[bytes],
-    newly_dead: NDArray[np.int64],
-    width: int,
-    token: str | None,
-) -> Snapshot:
-    """A new generation of the live rows (and the rows a catch-up adds), published as the
-    current one: the dead rows, and what they held, leave the disk with the old generation."""
+    directory: Path, name: str, generation: Path, manifest: Manifest, width: int
+) -> tuple[Path, Manifest]:
+    """A new generation of the live rows, ids in `width` bytes, published as the current one:
+    the dead rows, and what they held, leave the disk with the old generation."""
     import numpy as np
-
-    from lantern.embeddings.vectors import normalise_rows
 
     new = place.new_generation(directory, name)
     alive = np.ones(manifest.rows, dtype=np.bool_)
     alive[_dead_rows(generation, manifest)] = False
-    alive[newly_dead] = False
     dim = manifest.dim
     copied = 0
     with open(new / _VECTORS, "wb") as vectors, open(new / _IDS, "wb") as id_file:
@@ -738,19 +741,13 @@ def _compact(
                 np.ascontiguousarray(matrix[start : start + _COPY][keep]).tofile(vectors)
                 ids[start : start + _COPY][keep].astype(f"S{width}").tofile(id_file)
                 copied += int(keep.sum())
-        if kept:
-            normalise_rows(block).astype("<f4", copy=False).tofile(vectors)
-            np.array(kept, dtype=f"S{width}").tofile(id_file)
-            copied += len(kept)
-        for handle in (vectors, id_file):
-            handle.flush()
-            os.fsync(handle.fileno())
+        _sync(vectors, id_file)
     (new / _DEAD).touch()
-    compacted = replace(grown, width=width, rows=copied, dead=0)
+    compacted = replace(manifest, width=width, rows=copied, dead=0)
     _pause_for_a_test()
     compacted.write(new)
     place.publish(directory, name, new)
-    return _map(new, compacted, token)
+    return new, compacted
 
 
 # --- after a forget ----------------------------------------------------------------------------
