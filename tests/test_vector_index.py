@@ -628,6 +628,29 @@ def test_stores_without_a_place_for_the_index_search_as_before(
     assert not db_path.with_name(db_path.name + ".index").exists()
 
 
+def test_a_store_older_than_the_change_feed_searches_its_rows(db_path: Path) -> None:
+    """A store opened to be upgraded (`require_current=False`) may predate the feed the index
+    follows: it searches the store's rows, as before the index."""
+    import sqlite3
+
+    with Lantern.open(str(db_path)) as lt:
+        add(lt, 10)
+        lt.embed(sources=False)
+    with sqlite3.connect(db_path) as conn:
+        triggers = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE '%_feed_%'"
+        ).fetchall()
+        for (trigger,) in triggers:
+            conn.execute(f"DROP TRIGGER {trigger}")
+        conn.execute("DROP TABLE index_feed")
+        conn.execute("UPDATE alembic_version SET version_num = '0009'")
+    with Lantern.open(str(db_path), require_current=False) as lt:
+        assert len(lt.memory.search("rosa", mode="semantic")) == 10
+        assert index.load(lt.store, MEMORY, HASHING).mark is None
+        assert vectors.check(lt.store) == []
+        assert vectors.status(lt.store)[0]["built"] is False
+
+
 # --- several processes at once ---------------------------------------------------------------
 
 SEARCHING = """

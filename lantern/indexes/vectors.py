@@ -46,6 +46,7 @@ import json
 import os
 import re
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -119,10 +120,31 @@ def available() -> bool:
 
 
 def directory_of(store: Store) -> Path | None:
-    """Where a store's vector indexes live; None for a store that searches without them."""
+    """Where a store's vector indexes live; None for a store that searches without them (on
+    PostgreSQL or in memory, without numpy or POSIX locks, with `LANTERN_INDEXES=off`, or of a
+    schema older than the change feed, opened to be upgraded)."""
     if store.dialect != "sqlite" or not available():
         return None
-    return place.directory(store.location)
+    directory = place.directory(store.location)
+    if directory is None or not _has_feed(store):
+        return None
+    return directory
+
+
+_FEEDS: weakref.WeakSet[Store] = weakref.WeakSet()
+"""Stores known to have the change feed (a table is never dropped by an upgrade)."""
+
+
+def _has_feed(store: Store) -> bool:
+    if store in _FEEDS:
+        return True
+    with store.read() as conn:
+        found = conn.exec_driver_sql(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'index_feed'"
+        ).first()
+    if found is not None:
+        _FEEDS.add(store)
+    return found is not None
 
 
 def name_of(model: str) -> str:
@@ -810,7 +832,7 @@ def status(store: Store) -> list[dict[str, Any]]:
     directory = directory_of(store)
     found: dict[str, dict[str, Any]] = {}
     with store.read() as conn:
-        now = Mark.now(conn, feed.MEMORY_VECTOR)
+        now = None if directory is None else Mark.now(conn, feed.MEMORY_VECTOR)
         for model in conn.execute(select(table.c.model).distinct()).scalars():
             found[str(model)] = {
                 "model": str(model),
@@ -820,7 +842,7 @@ def status(store: Store) -> list[dict[str, Any]]:
                 "current": False,
                 "built": False,
             }
-    if directory is not None and directory.is_dir():
+    if directory is not None and now is not None and directory.is_dir():
         for name in _names(directory):
             generation = place.current(directory, name)
             if generation is None:
