@@ -403,7 +403,9 @@ def backfill(work: Path, count: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sizes", default="100000", help="comma-separated vector counts")
+    parser.add_argument(
+        "--sizes", default="100000", help="comma-separated vector counts ('' for none)"
+    )
     parser.add_argument("--repeat", type=int, default=200, help="queries per row")
     parser.add_argument("--backfill", type=int, help="records to embed with MiniLM")
     parser.add_argument(
@@ -418,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"latency": [], "load_average": os.getloadavg()[0]}
     try:
-        for size in (int(value) for value in args.sizes.split(",")):
+        for size in (int(value) for value in args.sizes.split(",") if value):
             path = work / f"vectors-{size}.db"
             memory = size <= 100_000
             if not path.exists():
