@@ -402,6 +402,30 @@ def test_a_forget_killed_before_the_index_caught_up_is_made_good_later(
     assert old not in index_bytes(lt)
 
 
+@pytest.mark.usefixtures("keyword_side_in_the_database")
+def test_a_forgotten_id_that_begins_with_another_leaves_the_other_alone(
+    lt: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids are kept in a fixed width; a removed record whose id is longer, and begins with a
+    kept one's, must not be taken for it."""
+    lt.memory.search("rosa", mode="semantic")
+    kept = lt.memory.list(limit=1)[0].id
+    before = row_bytes(lt, kept)
+    longer = kept + "-copy"
+    sql(
+        lt,
+        "INSERT INTO memory_records (id, kind, content, scope, priority, urgency, confidence, "
+        "status, created_at, updated_at, source_refs, identity_hash) VALUES (:id, 'fact', "
+        "'A copy made by another tool.', 'user:rosa', 50, 0, 1.0, 'active', 1, 1, '[]', 'y')",
+        id=longer,
+    )
+    sql(lt, "DELETE FROM memory_records WHERE id = :id", id=longer)
+    add(lt, 1, seed=21)
+    lt.embed(sources=False)
+    assert row_bytes(lt, kept) == before
+    agree(lt, monkeypatch)
+
+
 # --- kills, damage, other stores -------------------------------------------------------------
 
 KILLED_SEARCH = """
