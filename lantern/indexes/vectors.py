@@ -21,11 +21,13 @@ What a generation holds (one directory, `place.new_generation`, named by the mod
 How it stays right. The three data files are only ever appended to, beyond what the manifest
 says is valid; the manifest is written to a temporary file, synced, and put in place with
 `os.replace`, so a reader (which maps only the rows the manifest names) sees one state or the
-next, never half of one. A catch-up runs under an exclusive `flock` on a lock file beside the
-generation: it cuts the files back to the manifest's lengths (what a killed catch-up appended
-is dropped), reads what the feed says changed since the mark, appends the new vectors, marks
-the old rows dead, syncs the files, then replaces the manifest. When more than a quarter of
-the rows are dead, the live rows are copied into a new generation (`compact`).
+next, never half of one. Whatever writes an index (a catch-up, a build, a compaction) holds an
+exclusive `flock` on the index's lock file (`.<name>.lock` in the index directory), so
+processes take turns. A catch-up cuts the files back to the manifest's lengths (what a killed
+catch-up appended is dropped), reads what the feed says changed since the mark, appends the
+new vectors, marks the old rows dead, syncs the files, then replaces the manifest. When more
+than a quarter of the rows are dead, the live rows are copied into a new generation
+(`_compact`), published as `place.publish` publishes every index.
 
 A forgotten record's vector must leave the disk, not only the search: the rows of a record
 that is no longer in the store (its vector removed with it, or an older vector of it replaced
