@@ -5,6 +5,7 @@ the default model's embedding rates.
     python bench/semantic.py --sizes 100000,1000000   # adds a million
     python bench/semantic.py --backfill 10000         # adds MiniLM's rates and a backfill
     python bench/semantic.py --json out.json          # also write the figures as JSON
+    python bench/semantic.py --sizes 100000 --memory-sizes 100000,1000000   # a new process
 
 **Latency.** A store of N chunks, each with a random unit vector of 384 dimensions (MiniLM's
 size), written straight into the `embeddings` table (fixed seed: two runs measure the same
@@ -23,6 +24,21 @@ queries are embedded by the hashing provider, made to give 384 dimensions in thi
 - one-shot CLI: `lantern search TEXT --mode semantic` in a fresh interpreter (with the same
   384-dimension hashing provider), wall time and peak resident memory, as a shell user pays it.
 - resident memory of the long-lived process after its first search.
+
+**Memory records in a new process** (`--memory-sizes`, 100k by default): a store of N memory
+records with random unit vectors (no chunks), whose vector index (`lantern.indexes.vectors`)
+is built first (its build time and size are a row), then, each in a fresh interpreter and
+three times (the median is kept), with the index and with `LANTERN_INDEXES=off` (the vectors
+read from the store's rows, as before the index):
+
+- first search: `Lantern.open`, then the process's first `lt.memory.search(text,
+  mode="semantic", limit=10)` timed on its own, and a second search after it; peak memory;
+- one-shot CLI: `lantern memory search TEXT --mode semantic --limit 10 --json`, wall time and
+  peak memory; beside it `lantern memory list --json --limit 10`, what a command costs that
+  reads no vector.
+
+The store's files and the index are in the page cache for both sides (the build has just read
+them): what is compared is reading the rows against mapping the file.
 
 At 100k, memory records are measured the same way (`lt.memory.search`), and hybrid is set
 beside its parts: `any`, `semantic` and `hybrid` on chunks whose text holds words from a
@@ -80,9 +96,10 @@ def words(rng: random.Random, count: int) -> str:
     return " ".join(f"w{rng.randrange(VOCABULARY)}" for _ in range(count))
 
 
-def build(path: Path, size: int, *, memory: bool) -> None:
-    """A store of `size` chunks (and, with `memory`, as many memory records), each with a
-    random unit vector, written with raw sqlite3 into a store Lantern created."""
+def build(path: Path, size: int, *, memory: bool, chunks: bool = True) -> None:
+    """A store of `size` chunks (and, with `memory`, as many memory records; without `chunks`,
+    those alone), each with a random unit vector, written with raw sqlite3 into a store
+    Lantern created."""
     Lantern.open(str(path)).close()
     rng = random.Random(SEED)
     generator = np.random.default_rng(SEED)
@@ -100,15 +117,16 @@ def build(path: Path, size: int, *, memory: bool) -> None:
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         blobs = [row.astype("<f4").tobytes() for row in vectors]
         chunk_ids = [f"chk_{i:016x}" for i in range(start, start + count)]
-        conn.executemany(
-            "INSERT INTO chunks (id, source_id, ordinal, text, start_offset, end_offset, "
-            "metadata, created_at) VALUES (?, 'src_bench', ?, ?, 0, 0, '{}', 1)",
-            [(cid, start + i, words(rng, 8)) for i, cid in enumerate(chunk_ids)],
-        )
-        conn.executemany(
-            "INSERT INTO embeddings (chunk_id, model, dim, vector) VALUES (?, ?, ?, ?)",
-            [(cid, MODEL, DIM, blob) for cid, blob in zip(chunk_ids, blobs, strict=True)],
-        )
+        if chunks:
+            conn.executemany(
+                "INSERT INTO chunks (id, source_id, ordinal, text, start_offset, end_offset, "
+                "metadata, created_at) VALUES (?, 'src_bench', ?, ?, 0, 0, '{}', 1)",
+                [(cid, start + i, words(rng, 8)) for i, cid in enumerate(chunk_ids)],
+            )
+            conn.executemany(
+                "INSERT INTO embeddings (chunk_id, model, dim, vector) VALUES (?, ?, ?, ?)",
+                [(cid, MODEL, DIM, blob) for cid, blob in zip(chunk_ids, blobs, strict=True)],
+            )
         if memory:
             record_ids = [f"mem_{i:016x}" for i in range(start, start + count)]
             conn.executemany(
@@ -198,30 +216,135 @@ def latency(path: Path, size: int, repeat: int, *, memory: bool) -> list[dict[st
     return rows
 
 
-def one_shot(path: Path, text: str) -> dict[str, Any]:
-    """A fresh interpreter running the CLI's `main`: wall time, and the peak resident memory
-    it reports on stderr as it exits."""
-    script = (
-        PATCH
-        + "import atexit, resource, sys\n"
-        + "atexit.register(lambda: print('peak_kb', resource.getrusage(resource.RUSAGE_SELF)"
-        + ".ru_maxrss, file=sys.stderr))\n"
-        + "from lantern.cli import main\n"
-        + "sys.argv = ['lantern', *sys.argv[1:]]\nmain()\n"
-    )
-    args = [sys.executable, "-c", script, "--db", str(path), "search", text]
-    args += ["--mode", "semantic", "--model", "hashing", "--limit", str(LIMIT), "--json"]
+CLI = (
+    PATCH
+    + "import atexit, sys\n"
+    + "def peak():\n"
+    + "    with open('/proc/self/status') as status:\n"
+    + "        line = next(line for line in status if line.startswith('VmHWM:'))\n"
+    + "    print('peak_kb', line.split()[1], file=sys.stderr)\n"
+    + "atexit.register(peak)\n"
+    + "from lantern.cli import main\n"
+    + "sys.argv = ['lantern', *sys.argv[1:]]\nmain()\n"
+)
+"""A fresh interpreter running the CLI's `main`, which reports its peak resident memory on
+stderr as it exits: `VmHWM`, the high-water mark of its own address space (`ru_maxrss` would
+count the benchmark's own memory too: Linux keeps it across the `exec` that starts the child).
+"""
+
+
+def command(path: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """One `lantern` command in a fresh interpreter: wall time, peak memory, its JSON."""
     started = time.perf_counter()
-    ran = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, check=False)
+    ran = subprocess.run(
+        [sys.executable, "-c", CLI, "--db", str(path), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
     elapsed = time.perf_counter() - started
     if ran.returncode != 0:
-        raise SystemExit(f"the one-shot search failed: {ran.stderr}")
+        raise SystemExit(f"lantern {' '.join(args)} failed: {ran.stderr}")
     peak_kb = int(ran.stderr.split("peak_kb")[-1].split()[0])
-    return {
-        "one_shot_s": elapsed,
-        "one_shot_peak_mb": peak_kb / 1024,
-        "hits": len(json.loads(ran.stdout)),
+    return {"s": elapsed, "peak_mb": peak_kb / 1024, "output": json.loads(ran.stdout)}
+
+
+def one_shot(path: Path, text: str) -> dict[str, Any]:
+    """`lantern search TEXT --mode semantic` as a command: wall time and peak memory."""
+    ran = command(
+        path,
+        "search",
+        text,
+        "--mode",
+        "semantic",
+        "--model",
+        "hashing",
+        "--limit",
+        str(LIMIT),
+        "--json",
+    )
+    return {"one_shot_s": ran["s"], "one_shot_peak_mb": ran["peak_mb"], "hits": len(ran["output"])}
+
+
+FIRST_SEARCH = (
+    PATCH
+    + """
+import json, sys, time
+from lantern.api import Lantern
+
+with Lantern.open(sys.argv[1]) as lt:
+    started = time.perf_counter()
+    found = lt.memory.search(sys.argv[2], mode="semantic", limit=10, model="hashing")
+    first = time.perf_counter() - started
+    started = time.perf_counter()
+    lt.memory.search(sys.argv[3], mode="semantic", limit=10, model="hashing")
+    second = time.perf_counter() - started
+with open("/proc/self/status") as status:
+    peak = int(next(line for line in status if line.startswith("VmHWM:")).split()[1]) / 1024
+print(json.dumps({"first_s": first, "second_s": second, "peak_mb": peak, "hits": len(found)}))
+"""
+)
+
+
+def first_search(path: Path, env: dict[str, str]) -> dict[str, Any]:
+    """A fresh interpreter's first memory search by meaning, and its second."""
+    ran = subprocess.run(
+        [sys.executable, "-c", FIRST_SEARCH, str(path), "w1 w2 w3", "w4 w5 w6"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        env={**os.environ, **env},
+    )
+    if ran.returncode != 0:
+        raise SystemExit(f"the first search failed: {ran.stderr}")
+    result: dict[str, Any] = json.loads(ran.stdout)
+    return result
+
+
+def median_of(runs: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(run[key] for run in runs))
+
+
+def memory_process(path: Path, size: int, times: int = 3) -> dict[str, Any]:
+    """The vector index built, then a new process's first memory search and the one-shot
+    command, with the index and with the indexes off (medians of `times` runs)."""
+    from lantern.indexes import place, vectors
+
+    with Lantern.open(str(path)) as lt:
+        directory = place.directory(lt.location)
+        assert directory is not None
+        vectors.remove(directory)
+        started = time.perf_counter()
+        built = vectors.build(lt.store, directory, MODEL)
+        build_s = time.perf_counter() - started
+    row: dict[str, Any] = {
+        "row": "memory records, new process",
+        "size": size,
+        "index_build_s": build_s,
+        "index_mb": built["bytes"] / 1e6,
+        "load_average": os.getloadavg()[0],
     }
+    search = ["memory", "search", "w1 w2 w3", "--mode", "semantic", "--model", "hashing"]
+    search += ["--limit", str(LIMIT), "--json"]
+    for label, env in (("index", {}), ("rows", {"LANTERN_INDEXES": "off"})):
+        firsts = [first_search(path, env) for _ in range(times)]
+        shots = [command(path, *search, env=env) for _ in range(times)]
+        hits = {len(run["output"]) for run in shots} | {r["hits"] for r in firsts}
+        assert hits == {LIMIT}, hits
+        row[f"{label}_first_s"] = median_of(firsts, "first_s")
+        row[f"{label}_second_s"] = median_of(firsts, "second_s")
+        row[f"{label}_first_peak_mb"] = median_of(firsts, "peak_mb")
+        row[f"{label}_cli_s"] = median_of(shots, "s")
+        row[f"{label}_cli_peak_mb"] = median_of(shots, "peak_mb")
+    listings = [
+        command(path, "memory", "list", "--json", "--limit", str(LIMIT)) for _ in range(times)
+    ]
+    row["list_cli_s"] = median_of(listings, "s")
+    row["list_cli_peak_mb"] = median_of(listings, "peak_mb")
+    return row
 
 
 def hybrid_parts(path: Path, repeat: int) -> dict[str, Any]:
@@ -280,9 +403,16 @@ def backfill(work: Path, count: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sizes", default="100000", help="comma-separated vector counts")
+    parser.add_argument(
+        "--sizes", default="100000", help="comma-separated vector counts ('' for none)"
+    )
     parser.add_argument("--repeat", type=int, default=200, help="queries per row")
     parser.add_argument("--backfill", type=int, help="records to embed with MiniLM")
+    parser.add_argument(
+        "--memory-sizes",
+        default="100000",
+        help="comma-separated memory record counts for the new-process rows ('' for none)",
+    )
     parser.add_argument("--work", type=Path, help="where stores are kept (default: a temp dir)")
     parser.add_argument("--json", dest="json_path", type=Path)
     args = parser.parse_args(argv)
@@ -290,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"latency": [], "load_average": os.getloadavg()[0]}
     try:
-        for size in (int(value) for value in args.sizes.split(",")):
+        for size in (int(value) for value in args.sizes.split(",") if value):
             path = work / f"vectors-{size}.db"
             memory = size <= 100_000
             if not path.exists():
@@ -302,6 +432,14 @@ def main(argv: list[str] | None = None) -> int:
             results["latency"] += rows
             if size == 100_000:
                 results["hybrid"] = {"size": size, **hybrid_parts(path, args.repeat)}
+        results["memory_process"] = []
+        for size in (int(value) for value in args.memory_sizes.split(",") if value):
+            path = work / f"memory-{size}.db"
+            if not path.exists():
+                started = time.perf_counter()
+                build(path, size, memory=True, chunks=False)
+                print(f"built {path} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+            results["memory_process"].append(memory_process(path, size))
         if args.backfill:
             results["embedding"] = backfill(work, args.backfill)
     finally:
@@ -330,6 +468,23 @@ def render(results: dict[str, Any]) -> str:
                 f"{'  one-shot CLI search':<32} {row['size']:>9,} "
                 f"{row['one_shot_s']:>10.2f} s wall, peak {row['one_shot_peak_mb']:.0f} MB"
             )
+    for row in results.get("memory_process", []):
+        lines.append(
+            f"memory records, new process, {row['size']:,}: index built in "
+            f"{row['index_build_s']:.1f} s, {row['index_mb']:.0f} MB "
+            f"(load average {row['load_average']:.1f})"
+        )
+        for label, name in (("index", "with the index"), ("rows", "store's rows")):
+            lines.append(
+                f"  {name:<16} first search {row[f'{label}_first_s']:.3f} s "
+                f"(second {row[f'{label}_second_s'] * 1000:.1f} ms, peak "
+                f"{row[f'{label}_first_peak_mb']:.0f} MB); one-shot CLI "
+                f"{row[f'{label}_cli_s']:.2f} s, peak {row[f'{label}_cli_peak_mb']:.0f} MB"
+            )
+        lines.append(
+            f"  {'memory list':<16} one-shot CLI {row['list_cli_s']:.2f} s, peak "
+            f"{row['list_cli_peak_mb']:.0f} MB"
+        )
     hybrid = results.get("hybrid")
     if hybrid:
         lines.append(

@@ -31,8 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "lantern.embeddings": LEAVES,
     "lantern.store": LEAVES,
     "lantern.entities": LEAVES | {"lantern.store"},
-    "lantern.semantic": LEAVES | {"lantern.store", "lantern.retrieval", "lantern.embeddings"},
-    "lantern.indexes": LEAVES | {"lantern.store", "lantern.retrieval"},
+    "lantern.indexes": LEAVES | {"lantern.store", "lantern.retrieval", "lantern.embeddings"},
+    "lantern.semantic": LEAVES
+    | {"lantern.store", "lantern.retrieval", "lantern.embeddings", "lantern.indexes"},
     "lantern.memory": LEAVES
     | {"lantern.store", "lantern.retrieval", "lantern.entities", "lantern.indexes", *SEMANTIC},
     "lantern.evidence": LEAVES

@@ -14,6 +14,7 @@ belong to this store is detected and rebuilt, and `lantern db check` verifies th
 without them (the `index` extra not installed, PostgreSQL, a store too large to build one on
 the fly) searches as before, inside the database.
 
-Imports: `lantern.store`, `lantern.retrieval` and the leaves; tantivy and numpy only when a
-search uses them. The memory repository and the whole-store operations use it.
+Imports: `lantern.store`, `lantern.retrieval`, `lantern.embeddings` and the leaves; tantivy
+and numpy only when a search uses them. The memory repository, the semantic index and the
+whole-store operations use it.
 """

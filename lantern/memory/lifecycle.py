@@ -177,6 +177,9 @@ class MemoryLifecycle(MemoryCore):
             history.forget(conn, record, at)
             fts.merge_all(conn)
         topk.rebuild_after_forget(self)
+        from lantern.semantic import index as vector_index
+
+        vector_index.after_forget(self._store)
         checkpointed = self._truncate_wal() if self._store.dialect == "sqlite" else None
         return ForgetReport(id=record_id, forgotten_at=at, wal_checkpointed=checkpointed)
 

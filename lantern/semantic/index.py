@@ -21,15 +21,18 @@ rows in order: score, higher first, then position.
 from __future__ import annotations
 
 import threading
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, bindparam, func, select
 
-from lantern.errors import InvalidInput
-from lantern.semantic.sides import Side
+from lantern.errors import InvalidInput, LanternError
+from lantern.indexes import feed, place
+from lantern.indexes.feed import Mark
+from lantern.indexes.vectors import IdColumn, commonest_dim
+from lantern.semantic.sides import MEMORY, Side
 from lantern.store import settings
 from lantern.store.engine import Store
 
@@ -52,24 +55,31 @@ Found = TypeVar("Found")
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    """A side's usable vectors of one model, as of `token`."""
+    """A side's usable vectors of one model, as of `token` (and, from the index, `mark`)."""
 
     model: str
     token: str | None
-    ids: list[str]
-    """What each row belongs to: a memory record's id, or a chunk's."""
+    ids: Sequence[str]
+    """What each row belongs to: a memory record's id, or a chunk's; "" for a dead row."""
     matrix: NDArray[np.float32]
     """(len(ids), dim), rows of unit length (or zeros)."""
     dim: int
     unusable: int
     positions: dict[str, int] = field(default_factory=dict, compare=False)
     """Row of each id, filled on first use (`row_of`)."""
+    dead: NDArray[np.int64] | None = None
+    """Rows of the memory-mapped index that hold no record's vector any more (never ranked)."""
+    mark: Mark | None = None
+    """The index's feed mark these rows are current at; None when read from the store."""
 
     def __len__(self) -> int:
-        return len(self.ids)
+        """The usable vectors (dead rows left out)."""
+        return len(self.ids) - (0 if self.dead is None else len(self.dead))
 
     def row_of(self, item_id: str) -> int | None:
         """The row holding this id's vector, or None."""
+        if isinstance(self.ids, IdColumn):
+            return self.ids.row_of(item_id)
         if not self.positions and self.ids:
             with _lock:
                 if not self.positions:
@@ -102,10 +112,17 @@ def has_vectors(store: Store, side: Side, model: str) -> bool:
 
 
 def load(store: Store, side: Side, model: str) -> Loaded:
-    """The usable vectors of `model` on this side, from the cache while its token holds."""
+    """The usable vectors of `model` on this side: memory records' from the store's vector
+    index where it has one (`lantern.indexes.vectors`), kept while the feed mark holds; else
+    read from the store, kept while the token holds."""
     key = _key(store, side, model)
     with _lock:
         cached = _cache.get(key)
+        if side.name == MEMORY.name and (indexed := _indexed(store, model, cached)) is not None:
+            if indexed is not cached:
+                _keep(key, indexed)
+            _cache.move_to_end(key)
+            return indexed
         with store.read() as conn:
             current = settings.token(conn, side.token)
             if cached is not None and current is not None and cached.token == current:
@@ -113,10 +130,63 @@ def load(store: Store, side: Side, model: str) -> Loaded:
                 return cached
             _cache.pop(key, None)  # let the old matrix go before the new one is built
             loaded = _read(conn, side, model, current)
-        _cache[key] = loaded
-        while len(_cache) > _MAX_CACHED:
-            _cache.popitem(last=False)
+        _keep(key, loaded)
         return loaded
+
+
+def _keep(key: tuple[str, str, str], loaded: Loaded) -> None:
+    _cache[key] = loaded
+    while len(_cache) > _MAX_CACHED:
+        _cache.popitem(last=False)
+
+
+def _indexed(store: Store, model: str, cached: Loaded | None) -> Loaded | None:
+    """Memory records' vectors of `model` from the store's index, caught up to now; the cached
+    ones while the feed says nothing changed since their mark. None: read them from the store
+    (no index here, or none yet on a store too large to build one during a search)."""
+    from lantern.indexes import vectors
+
+    directory = vectors.directory_of(store)
+    if directory is None:
+        return None
+    if cached is not None and cached.mark is not None:
+        with store.read() as conn:
+            if Mark.now(conn, feed.MEMORY_VECTOR) == cached.mark:
+                return cached
+    elif cached is not None and place.current(directory, vectors.name_of(model)) is None:
+        with store.read() as conn:  # read from the store, and no index since: as before
+            current = settings.token(conn, MEMORY.token)
+        if current is not None and current == cached.token:
+            return None
+    snapshot = vectors.ready(store, model)
+    if snapshot is None:
+        return None
+    manifest = snapshot.manifest
+    if cached is not None and cached.mark == manifest.mark and cached.dim == manifest.dim:
+        return cached  # another process caught the index up to what this one holds
+    return Loaded(
+        model,
+        snapshot.token,
+        snapshot.ids,
+        snapshot.matrix,
+        manifest.dim,
+        len(manifest.unusable),
+        dead=snapshot.dead,
+        mark=manifest.mark,
+    )
+
+
+def after_forget(store: Store) -> None:
+    """Catch the store's vector indexes up after a forget, so that the forgotten record's
+    vectors leave their files now (`lantern.indexes.vectors.after_forget`)."""
+    from lantern.indexes import vectors
+
+    if vectors.directory_of(store) is None:
+        return
+    try:
+        vectors.after_forget(store)
+    except (LanternError, OSError):
+        return  # the forget is committed; the next catch-up of the index zeroes them
 
 
 def forget_cached() -> None:
@@ -146,8 +216,7 @@ def _read(conn: Connection, side: Side, model: str, token: str | None) -> Loaded
     sample = conn.execute(
         select(table.c.dim).where(of_model).limit(_SAMPLE), {"model": model}
     ).scalars()
-    dims = Counter(int(dim) for dim in sample)
-    dim = max(dims, key=lambda d: (dims[d], -d)) if dims else 0
+    dim = commonest_dim(sample)
     if dim <= 0:
         return Loaded(model, token, [], np.zeros((0, 0), dtype=np.float32), 0, total)
     usable = select(side.key, table.c.vector).where(
@@ -198,8 +267,18 @@ def _batches(conn: Connection, statement: Any, params: dict[str, Any]) -> Iterat
 
 
 def scores(loaded: Loaded, query: NDArray[np.float32]) -> NDArray[np.float32]:
-    """The cosine of a unit-length query with every row."""
-    result: NDArray[np.float32] = loaded.matrix @ query
+    """The cosine of a unit-length query with every row; minus infinity for a dead row.
+
+    Each row's product is summed on its own, in the same order wherever the row lies (a
+    matrix-vector product in BLAS sums the rows at the edges of its blocks in another order),
+    so a vector scores the same in the store's matrix and in the index, bit for bit."""
+    import numpy as np
+
+    result: NDArray[np.float32] = np.asarray(
+        np.einsum("ij,j->i", loaded.matrix, query.astype(np.float32, copy=False))
+    )
+    if loaded.dead is not None and len(loaded.dead):
+        result[loaded.dead] = -np.inf
     return result
 
 
@@ -220,8 +299,14 @@ def nearest(
             f"the stored vectors of {loaded.model} have {loaded.dim} dimensions and the "
             f"provider gives {query.shape[0]}; compute them again with lantern embed"
         )
+    import numpy as np
+
     values = scores(loaded, query)
-    for rows in rounds(values, max(_FIRST_ROUND, 2 * needed)):
+    dead = loaded.dead is not None and len(loaded.dead) > 0
+    for ranked in rounds(values, max(_FIRST_ROUND, 2 * needed)):
+        rows = ranked[np.isfinite(values[ranked])] if dead else ranked
+        if not len(rows):
+            continue
         ids = [loaded.ids[row] for row in rows]
         found = fetch(ids)
         batch = [
