@@ -74,6 +74,9 @@ class StoreStatus:
     word_index: dict[str, Any] | None = None
     """The derived word index beside the store (`lantern.indexes.words.status`); None on a
     store that needs an upgrade."""
+    vector_indexes: list[dict[str, Any]] | None = None
+    """The vector index of each model (`lantern.indexes.vectors.status`); None on a store that
+    needs an upgrade."""
 
     def to_json(self) -> dict[str, Any]:
         """The status as `db status --json` prints it."""
@@ -87,6 +90,7 @@ class StoreStatus:
             "needs_upgrade": self.needs_upgrade,
             "embeddings": None if self.embeddings is None else self.embeddings.to_json(),
             "word_index": self.word_index,
+            "vector_indexes": self.vector_indexes,
         }
 
 
@@ -358,14 +362,15 @@ class Lantern:
         current store, its embedding settings and how many records and chunks have vectors of
         each model."""
         state = _state(self.store)
-        found = word_index = None
+        found = word_index = vector_indexes = None
         if not state.needs_upgrade and not state.empty and not self.scopes.restricted:
-            from lantern.indexes import words
+            from lantern.indexes import vectors, words
             from lantern.semantic.coverage import coverage
 
             with self.store.read() as conn:
                 found = coverage(conn)
             word_index = words.status(self.store)
+            vector_indexes = vectors.status(self.store)
         return StoreStatus(
             url=self.location.display_url,
             path=self.location.path,
@@ -376,6 +381,7 @@ class Lantern:
             needs_upgrade=state.needs_upgrade,
             embeddings=found,
             word_index=word_index,
+            vector_indexes=vector_indexes,
         )
 
     def embed(

@@ -136,7 +136,7 @@ def test_settings_and_status(store: str) -> None:
     assert changed.stdout == "default_model: hashing\non_write:      true\n"
     assert run(store, "memory", "add", "--kind", "fact", "Embedded at once.").exit_code == 0
     status = ok_json(run(store, "db", "status", "--json"))
-    assert list(status)[-2:] == ["embeddings", "word_index"]
+    assert list(status)[-3:] == ["embeddings", "word_index", "vector_indexes"]
     assert status["embeddings"]["models"] == [
         {
             "model": HASHING,

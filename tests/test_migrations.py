@@ -234,6 +234,7 @@ def test_commands_refuse_a_legacy_store_until_it_is_upgraded(
         "needs_upgrade": True,
         "embeddings": None,  # counted only on a current store
         "word_index": None,
+        "vector_indexes": None,
     }
     assert file_state(path) == before
 

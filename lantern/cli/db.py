@@ -41,6 +41,10 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         if key == "word_index" and isinstance(value, dict):
             click.echo(f"{key + ':':<19}{_word_index_line(value)}")
             continue
+        if key == "vector_indexes" and isinstance(value, list):
+            for found in value:
+                click.echo(f"{'vector_index:':<19}{_vector_index_line(found)}")
+            continue
         click.echo(f"{key + ':':<19}{_shown(value)}")
 
 
@@ -62,6 +66,16 @@ def _word_index_line(found: dict[str, Any]) -> str:
     if found["records"] is not None:
         line += f", {counted(found['records'], 'record')}, {found['size_bytes']} bytes"
     return line
+
+
+def _vector_index_line(found: dict[str, Any]) -> str:
+    if not found["built"]:
+        return f"{found['model']}: none yet (a search builds one while it is small)"
+    state = "current" if found["current"] else "behind (caught up at the next search)"
+    return (
+        f"{found['model']}: {state}, {counted(found['rows'], 'row')}, "
+        f"{found['dead']} dead, {found['bytes']} bytes"
+    )
 
 
 def _show_embeddings(found: dict[str, Any]) -> None:

@@ -75,6 +75,7 @@ CHECKS = (
     "duplicate_memories",
     "vectors",
     "word_index",
+    "vector_index",
 )
 WARNING_CHECKS = frozenset({"references", "duplicate_memories", "vectors"})
 """Checks whose findings are warnings: what the caller stored, not damage."""
@@ -208,6 +209,7 @@ def check(store: Store, *, url: str) -> HealthReport:
     reason = f"the store is older than revision {_VECTORS_REVISION} (upgrade it)"
     results.setdefault("vectors", CheckResult("vectors", "skipped", (reason,)))
     results["word_index"] = _word_index(store, revision)
+    results["vector_index"] = _vector_index(store, revision)
     return HealthReport(
         url=url,
         path=store.location.path,
@@ -675,6 +677,26 @@ def _word_index(store: Store, revision: str | None) -> CheckResult:
     for problem in problems:
         found.add(problem)
     return found.result("word_index")
+
+
+def _vector_index(store: Store, revision: str | None) -> CheckResult:
+    """The vector indexes beside the store against the vectors (`lantern.indexes.vectors`)."""
+    from lantern.indexes import vectors
+
+    if not _applied(revision, migrations.HEAD):
+        return CheckResult("vector_index", "skipped", ("the store needs an upgrade first",))
+    directory = vectors.directory_of(store)
+    if (
+        directory is None
+        or not vectors.status(store)
+        or not any(found["built"] for found in vectors.status(store))
+    ):
+        reason = "no vector index beside this store: semantic searches read the vectors"
+        return CheckResult("vector_index", "skipped", (reason,))
+    found = _Findings()
+    for problem in vectors.check(store):
+        found.add(problem)
+    return found.result("vector_index")
 
 
 def _first_line(exc: DBAPIError) -> str:

@@ -53,7 +53,8 @@ def rebuild_indexes(store: Store) -> RebuildReport:
     `identity_hash` is made what its scope, kind and content say (`memory_identity.repair`).
     Every record's id, content and references are read into memory once, as the rows are
     rebuilt from them. Then, beside a SQLite store with the `index` extra, the derived word
-    index is built anew from the records (`lantern.indexes.words`), whatever its state.
+    index is built anew from the records (`lantern.indexes.words`), whatever its state, and
+    the vector index of each model from the vectors (`lantern.indexes.vectors`).
     """
     with store.write() as conn:
         sqlite = conn.dialect.name == "sqlite"
@@ -97,6 +98,8 @@ def rebuild_indexes(store: Store) -> RebuildReport:
         references = conn.execute(select(func.count()).select_from(refs_table)).scalar_one()
     if _word_index(store):
         indexes = (*indexes, "word_index")
+    if _vector_indexes(store):
+        indexes = (*indexes, "vector_index")
     return RebuildReport(
         indexes=indexes,
         chunks=chunk_count,
@@ -116,3 +119,17 @@ def _word_index(store: Store) -> bool:
         return False
     words.build(store, directory)
     return True
+
+
+def _vector_indexes(store: Store) -> bool:
+    """Build the vector index of each model the store holds memory vectors of anew; False
+    where there is none to build (PostgreSQL, numpy not installed, no vectors)."""
+    from lantern.indexes import vectors
+
+    directory = vectors.directory_of(store)
+    if directory is None:
+        return False
+    built = vectors.models(store)
+    for model in built:
+        vectors.build(store, directory, model)
+    return bool(built)
