@@ -273,8 +273,9 @@ class Lantern:
             require_current: Refuse a store whose schema is behind or ahead of this Lantern; False
                 opens it anyway (to read its status, or upgrade it).
             create: Create the store where none exists yet; False raises `NoStore` instead.
-            scopes: Scope patterns (exact, or a prefix ending in `*`) that confine `memory` to those
-                scopes, or a `ScopePolicy`; None leaves the store unrestricted.
+            scopes: Scope patterns (`user:ada`, `user:ada*` for that scope and those under it,
+                `user:*`) that confine `memory` to those scopes, or a `ScopePolicy`; None
+                leaves the store unrestricted.
             read_only: Refuse every write; a read-only Lantern never creates a store.
             clock: A callable giving the current time in integer unix seconds (UTC), read once
                 per operation; None, the real time.
@@ -615,8 +616,8 @@ class Lantern:
         Args:
             out: A binary file object the lines are written to (`open(path, "wb")`,
                 `sys.stdout.buffer`).
-            scope: Only the memory records (and their history) of these scope patterns (exact, or a
-                prefix ending in `*`); None writes every record. Evidence has no scope.
+            scope: Only the memory records (and their history) of these scope patterns (as for
+                `memory.list`); None writes every record. Evidence has no scope.
             memories: Write the memory records, their history and vectors.
             evidence: Write the sources, chunks, entities and their vectors.
 
@@ -677,8 +678,8 @@ class Lantern:
 
         Args:
             out: A binary file object the lines are written to.
-            scope: Only the records of these scope patterns (exact, or a prefix ending in `*`); None
-                writes every active record.
+            scope: Only the records of these scope patterns (as for `memory.list`); None writes
+                every active record.
 
         Returns:
             The number of lines written.

@@ -293,26 +293,55 @@ def memory_record_id(value: object) -> str:
     return value
 
 
-def scope_pattern(value: object) -> tuple[str, bool]:
-    """A scope filter: `(text, is_prefix)`.
+SCOPE_SEPARATORS = (":", "/")
+"""Where one name in a scope ends and what lies under it begins (`user:ada/notes`)."""
 
-    `user:*` matches every scope that starts with `user:`; anything else matches exactly, so
-    `*`, `%`, `_` and `/` elsewhere are plain characters. A scope that itself ends in `*` is
-    matched exactly by escaping that star: `weird\\*` matches the scope `weird*` only.
+ScopePattern = tuple[tuple[str, bool], ...]
+"""A scope pattern as the database and `ScopePolicy.allows` read it: `(text, is_prefix)`
+pairs, any of which admits a scope (an exact scope, or every scope that starts with a text)."""
+
+
+def scope_pattern(value: object) -> ScopePattern:
+    """A scope pattern, read (docs/memory.md, "Scope patterns").
+
+    - `user:ada` is that scope only;
+    - `user:*` (a star after a separator, `:` or `/`, or alone) is every scope that starts
+      with what precedes it;
+    - `user:ada*` (a star after a letter or a digit) is `user:ada` and the scopes under it,
+      `user:ada:...` and `user:ada/...`: never `user:adam` nor `user:ada2`, which only start
+      the same way;
+    - `log:2024-*` (a star after any other character) is every scope that starts with
+      `log:2024-`: the writer ended the prefix on purpose;
+    - `\\*` is a literal star, anywhere (`odd\\*` is the scope `odd*`); a star anywhere but at
+      the end is refused as ambiguous. `%`, `_`, `.` and every other character are literal.
     """
-    if isinstance(value, str) and value.endswith("\\*"):
-        return scope(value[:-2] + "*"), False
-    if isinstance(value, str) and value.endswith("*"):
-        prefix = value[:-1]
-        if prefix != prefix.lstrip() or any(ch in prefix for ch in "\n\r\t"):
-            raise InvalidInput(
-                Param("scope"),
-                f" must not have surrounding whitespace or line breaks; got {value!r}",
-            )
-        if len(prefix) > MAX_SCOPE_CHARS:
-            raise InvalidInput(Param("scope"), f" is too long (limit {MAX_SCOPE_CHARS} characters)")
-        return prefix, True
-    return scope(value), False
+    if not isinstance(value, str):
+        return ((scope(value), False),)
+    body, wildcard = (value[:-1], True) if _ends_in_wildcard(value) else (value, False)
+    if "*" in body.replace("\\*", ""):
+        raise InvalidInput(
+            Param("scope"),
+            f" pattern {value!r} has a * before its end: a * matches only at the end of a "
+            "pattern (write \\* for a literal star)",
+        )
+    text = body.replace("\\*", "*")
+    if not wildcard:
+        return ((scope(text), False),)
+    if text != text.lstrip() or any(ch in text for ch in "\n\r\t"):
+        raise InvalidInput(
+            Param("scope"), f" must not have surrounding whitespace or line breaks; got {value!r}"
+        )
+    if len(text) > MAX_SCOPE_CHARS:
+        raise InvalidInput(Param("scope"), f" is too long (limit {MAX_SCOPE_CHARS} characters)")
+    if not text or not text[-1].isalnum():
+        return ((text, True),)
+    # A name: itself, and what lies under it, never a longer name that starts the same way.
+    return ((scope(text), False), *((text + sep, True) for sep in SCOPE_SEPARATORS))
+
+
+def _ends_in_wildcard(value: str) -> bool:
+    """Whether the last character is a star that is not escaped."""
+    return value.endswith("*") and not value.endswith("\\*")
 
 
 def ref_key(value: object) -> tuple[str, str]:

@@ -144,7 +144,7 @@ def test_listings_and_searches_never_hold_a_record_outside(scoped: McpClient, wo
     inside = {record["id"] for record in world.inside.values()}
     everything = {"status": "all", "include_expired": True, "limit": 10_000}
     assert _ids(scoped.ok("lantern_memory_list", everything)) == inside
-    asked_for = {"scope": ["other", "team", "teamwork:*", "tea*"], **everything}
+    asked_for = {"scope": ["other", "team", "teamwork:*", "team*", "tea*"], **everything}
     assert _ids(scoped.ok("lantern_memory_list", asked_for)) == {
         world.inside["alpha"]["id"],
         world.inside["left"]["id"],

@@ -27,8 +27,9 @@ _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"}
     "scopes",
     multiple=True,
     metavar="PATTERN",
-    help="Confine every memory read and write to this scope, or to scopes starting with a "
-    "prefix ending in * (user:*); \\* at the end matches a literal star. Repeatable: any of "
+    help="Confine every memory read and write to this scope pattern: exact (user:ada), a name "
+    "and * for that scope and those under it (user:ada* admits user:ada/notes, never "
+    "user:adam), or a separator and * (user:*); \\* is a literal star. Repeatable: any of "
     "them. Records outside behave as if they did not exist. Over HTTP each token carries its "
     "own scopes instead.",
 )
@@ -181,8 +182,8 @@ _TOKENS_OPTION = click.option(
     "scopes",
     multiple=True,
     metavar="PATTERN",
-    help="Confine the token to this scope, or to scopes starting with a prefix ending in *. "
-    "Repeatable: any of them. Without it, the whole store.",
+    help="Confine the token to this scope pattern (as for lantern mcp --scope: user:ada, "
+    "user:ada*, user:*). Repeatable: any of them. Without it, the whole store.",
 )
 @click.option("--read-only", is_flag=True, help="The token can read, never write.")
 @json_option

@@ -56,8 +56,7 @@ class MemoryActivity(RepositoryCore):
         `scope` patterns only (as for `list`), when given.
 
         Args:
-            scope: Only the records of these scope patterns (exact, or a prefix ending in `*`);
-                None, every scope.
+            scope: Only the records of these scope patterns (as for `list`); None, every scope.
             top: How many of the largest scopes to list (1 to 1,000).
             days: How many UTC days of changes to count, today included (1 to 366).
         """

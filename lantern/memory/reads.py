@@ -138,13 +138,14 @@ class MemoryReads(RepositoryCore):
     ) -> Page:
         """Records in the documented order (see LIST_ORDER), filtered by visible fields only.
 
-        `scope` entries ending in `*` match by prefix. `cites` takes references (`TYPE:ID`) and
+        `scope` takes scope patterns (`validation.scope_pattern`). `cites` takes references (`TYPE:ID`) and
         keeps records citing any of them; `entity` takes entities (`KIND:NAME` or an entity
         id) and keeps records linked to any of them. `after` continues from a page's
         `next_cursor`.
 
         Args:
-            scope: Only these scopes: one pattern or several, each exact or a prefix ending in `*`
+            scope: Only these scopes: one pattern or several, each exact (`user:ada`), a name and
+                a star for that scope and those under it (`user:ada*`), or a separator and a star
                 (`user:*`); None, every scope.
             kind: Only these kinds, one or several; None, every kind.
             status: `active`, `archived`, `superseded`, or `all`.
@@ -304,7 +305,8 @@ class MemoryReads(RepositoryCore):
             model: The embedding provider of a semantic or hybrid search; None uses
                 LANTERN_EMBED_MODEL, then the store's default, then `minilm`.
             order: `relevance` (by score) or `policy` (the list order among the matches).
-            scope: Only these scopes: one pattern or several, each exact or a prefix ending in `*`
+            scope: Only these scopes: one pattern or several, each exact (`user:ada`), a name and
+                a star for that scope and those under it (`user:ada*`), or a separator and a star
                 (`user:*`); None, every scope.
             kind: Only these kinds, one or several; None, every kind.
             status: `active`, `archived`, `superseded`, or `all`.

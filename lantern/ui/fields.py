@@ -76,7 +76,7 @@ MEMORY_SEARCH: tuple[Field, ...] = (
 )
 
 CHANGES_FILTERS: tuple[Field, ...] = (
-    Field("scope", "--scope", "texts", "Scope", hint="exact, or a prefix ending in * (user:*)"),
+    Field("scope", "--scope", "texts", "Scope", hint="exact, user:ada* (with its sub-scopes) or user:*"),
     Field("event", "--event", "choices", "Event", choices=HISTORY_EVENTS),
     Field("since", "--since", "time", "Since", hint=TIME_HINT),
     Field("before", "--before", "time", "Before", hint=TIME_HINT),
