@@ -60,7 +60,8 @@ class StoreStatus:
 
     url: str
     path: Path | None
-    size_bytes: int
+    size_bytes: int | None
+    """The store's size; None for a scope-restricted caller (it grows with every scope)."""
     revision: str | None
     head: str
     legacy_generation: int | None
@@ -393,7 +394,8 @@ class Lantern:
     def status(self) -> StoreStatus:
         """Where the store is and where its schema stands (`lantern db status`), and, on a
         current store, its embedding settings and how many records and chunks have vectors of
-        each model."""
+        each model. A scope-restricted Lantern leaves out what the whole store amounts to: the
+        size and the embedding coverage (None), which count the records of every scope."""
         state = _state(self.store)
         found = None
         if not state.needs_upgrade and not state.empty and not self.scopes.restricted:
@@ -404,7 +406,7 @@ class Lantern:
         return StoreStatus(
             url=self.location.display_url,
             path=self.location.path,
-            size_bytes=_size_bytes(self.store),
+            size_bytes=None if self.scopes.restricted else _size_bytes(self.store),
             revision=state.revision,
             head=migrations.HEAD,
             legacy_generation=state.legacy_generation,

@@ -25,7 +25,7 @@ from lantern.errors import (
     NotFound,
     PolicyRefused,
 )
-from lantern.memory.records import MemoryRecord
+from lantern.memory.records import OUTSIDE_SCOPES, MemoryRecord
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store.ids import memory_id
 from tests.memory_helpers import add_source, table_rows
@@ -289,11 +289,17 @@ def test_a_record_outside_is_an_unknown_id(
 def test_supersede_chains_and_messages_stop_at_the_scopes(confined: Lantern, world: World) -> None:
     replaced = world.replaced_by_outside
     chain = confined.memory.chain(replaced.id)
-    assert chain.record == replaced and chain.replaced_by == () and chain.replaces == ()
-    # A visible record's own fields are shown as stored: the id of its predecessor outside,
-    # which then resolves to nothing, as the id of a record that no longer exists would.
+    assert chain.record == replaced and chain.replaced_by == (OUTSIDE_SCOPES,)
+    assert chain.replaces == ()
+    # The id of a record outside is never shown: the placeholder says one is there.
     replacing = confined.memory.chain(world.replacing_outside.id)
-    assert replacing.replaces == (world.predecessor_outside.id,)
+    assert replacing.replaces == (OUTSIDE_SCOPES,)
+    assert replacing.record.supersedes_id == OUTSIDE_SCOPES
+    assert confined.memory.get(world.replacing_outside.id).supersedes_id == OUTSIDE_SCOPES
+    [created] = confined.memory.history(world.replacing_outside.id)
+    assert created.changes["after"]["supersedes_id"] == OUTSIDE_SCOPES
+    superseded = confined.memory.history(replaced.id)[-1]
+    assert superseded.changes["superseded_by"] == OUTSIDE_SCOPES
     attempts: list[Callable[[], object]] = [
         lambda: confined.memory.update(replaced.id, priority=1),
         lambda: confined.memory.archive(replaced.id),
@@ -304,7 +310,13 @@ def test_supersede_chains_and_messages_stop_at_the_scopes(confined: Lantern, wor
         with pytest.raises(Conflict) as refused:
             attempt()
         assert world.successor_outside.id not in refused.value.message
-        assert "a record that no longer exists" in refused.value.message
+        assert "a record outside the scopes this store is restricted to" in refused.value.message
+    # A write of a visible record keeps what is stored: the link outside is unchanged.
+    updated = confined.memory.update(world.replacing_outside.id, priority=7)
+    assert updated.supersedes_id == OUTSIDE_SCOPES
+    with Lantern.open(confined.location.url) as whole:
+        stored = whole.memory.get(world.replacing_outside.id)
+    assert stored.supersedes_id == world.predecessor_outside.id and stored.priority == 7
 
 
 def test_what_a_forget_left_is_visible_inside_only(confined: Lantern, world: World) -> None:

@@ -199,6 +199,7 @@ def _flag(name: str, value: object) -> bool:
 
 TIME_WORDS = "unix seconds or ISO-8601 (a time without a zone is UTC)"
 TIME_HINT = "unix seconds or ISO-8601, e.g. 2026-12-01"
+SCOPE_HINT = "exact, user:ada* (with its sub-scopes) or user:*"
 """The web form's reminder beside a time (`lantern.ui.fields` uses it for every time)."""
 
 SCOPES = Value(
@@ -272,7 +273,7 @@ FILTERS: tuple[Filter, ...] = (
         field="scopes",
         repeatable=True,
         label="Scope",
-        hint="exact, user:ada* (with its sub-scopes) or user:*",
+        hint=SCOPE_HINT,
     ),
     Filter(
         "kind",

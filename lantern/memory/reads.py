@@ -37,6 +37,7 @@ from lantern.memory.records import (
     Page,
 )
 from lantern.memory.rows import SCORE_COLUMN, fetch, require, row_to_record
+from lantern.memory.scopes import UNRESTRICTED
 from lantern.retrieval.modes import (
     KEYWORD_MODES,
     SEARCH_MODES,
@@ -83,16 +84,8 @@ class MemoryReads(RepositoryCore):
         """
         with self._store.read() as conn:
             record = require(conn, record_id, self._scopes)
-            replaces = walk(
-                conn, record.supersedes_id, table.c.id, table.c.supersedes_id, self._scopes
-            )
-            replaced_by = walk(
-                conn,
-                successor(conn, record_id, self._scopes),
-                table.c.supersedes_id,
-                table.c.id,
-                self._scopes,
-            )
+            replaces = walk(conn, record.supersedes_id, False, self._scopes)
+            replaced_by = walk(conn, successor(conn, record_id, UNRESTRICTED), True, self._scopes)
         return MemoryChain(record=record, replaces=replaces, replaced_by=replaced_by)
 
     def history(self, record_id: str) -> list[HistoryEntry]:
@@ -138,10 +131,10 @@ class MemoryReads(RepositoryCore):
     ) -> Page:
         """Records in the documented order (see LIST_ORDER), filtered by visible fields only.
 
-        `scope` takes scope patterns (`validation.scope_pattern`). `cites` takes references (`TYPE:ID`) and
-        keeps records citing any of them; `entity` takes entities (`KIND:NAME` or an entity
-        id) and keeps records linked to any of them. `after` continues from a page's
-        `next_cursor`.
+        `scope` takes scope patterns (`validation.scope_pattern`). `cites` takes references
+        (`TYPE:ID`) and keeps records citing any of them; `entity` takes entities (`KIND:NAME`
+        or an entity id) and keeps records linked to any of them. `after` continues from a
+        page's `next_cursor`.
 
         Args:
             scope: Only these scopes: one pattern or several, each exact (`user:ada`), a name and
