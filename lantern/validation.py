@@ -365,3 +365,35 @@ def optional_confidence(value: object, field: str = "confidence") -> float | Non
 
 def optional_timestamp(field: str, value: object) -> int | None:
     return None if value is None else timestamp(field, value)
+
+
+# --- the names an HTTP request gives its server -----------------------------------------------
+
+_HOST_HEADER = re.compile(
+    r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?))"
+    r"(?::(?P<port>[0-9]{1,5}))?"
+)
+_ORIGIN = re.compile(r"(?P<scheme>https?)://(?P<host>[^/?#]*)")
+
+
+def http_host(value: str | None) -> str | None:
+    """The host name of a `Host` header in its exact form, `NAME` or `NAME:PORT` (an IPv6
+    address in brackets), lowercased (an IPv6 address without its brackets); None for anything
+    else (`localhost:8765@evil.example`, `localhost:evil`, a user part, a path, a second
+    port), which names no server at all."""
+    if value is None:
+        return None
+    found = _HOST_HEADER.fullmatch(value)
+    if found is None or (found["port"] is not None and int(found["port"]) > 65_535):
+        return None
+    return (found["v6"] or found["name"]).lower()
+
+
+def http_origin(value: str | None) -> str | None:
+    """The host name of an `Origin` header, `http://` or `https://` and an exact `http_host`
+    form (nothing after it); None for anything else (`http://localhost:8765.evil.example`,
+    whose port is no number, is refused, never read as `localhost`)."""
+    if value is None:
+        return None
+    found = _ORIGIN.fullmatch(value)
+    return None if found is None else http_host(found["host"])
