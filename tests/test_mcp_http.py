@@ -351,6 +351,24 @@ def test_token_commands(tmp_path: Path) -> None:
     assert loose.exit_code == 7 and "chmod 600" in loose.stderr
 
 
+def test_an_ambiguous_scope_pattern_makes_no_token(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    for pattern in ("user:*/notes", "team:*:ops"):
+        refused = CliRunner().invoke(
+            cli, ["mcp", "token", "add", "--tokens", str(path), "--label", "x", "--scope", pattern]
+        )
+        assert refused.exit_code == 1
+        assert refused.stderr == (
+            f"Error: --scope pattern {pattern!r} has a * before its end: a * matches only at the "
+            "end of a pattern (write \\* for a literal star)\n"
+        )
+        assert not path.exists()
+    added = CliRunner().invoke(
+        cli, ["mcp", "token", "add", "--tokens", str(path), "--label", "x", "--scope", "a\\*b*"]
+    )
+    assert added.exit_code == 0, added.output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
