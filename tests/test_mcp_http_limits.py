@@ -100,7 +100,7 @@ def test_one_token_holding_its_sessions_leaves_the_others_served(
         assert again.status_code == 200
         assert _open(url, secrets["greedy"]).status_code == 429
         # An idle session is closed after the idle time, and its place freed.
-        time.sleep(idle * 60 + 2)
+        time.sleep(idle * 60 + 4)
         session = again.headers["mcp-session-id"]
         closed = httpx2.post(
             url,
@@ -138,8 +138,13 @@ def test_one_token_with_too_many_requests_at_once_is_refused_alone(
         writers = [threading.Thread(target=write, args=(n,)) for n in range(2)]
         for writer in writers:
             writer.start()
-        time.sleep(1.5)  # both writes are in flight, waiting for the lock
+        # Once both writes are in flight (waiting for the lock), the token's next request is
+        # refused; until then it is served (a session opened is all it does).
+        deadline = time.monotonic() + 30
         refused = _open(server.url, secrets["greedy"])
+        while refused.status_code == 200 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            refused = _open(server.url, secrets["greedy"])
         assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
         assert "2 requests at once" in refused.json()["error"]["message"]
         assert polite.ok("lantern_memory_list", {})["records"]  # another token is served
@@ -201,13 +206,13 @@ def test_a_thousand_half_open_connections_are_closed_on_time(
             for _ in range(5):
                 assert polite.ok("lantern_memory_list", {})["records"]
         served = time.monotonic()
-        deadline = started + timeout + (opened - started) + 3
+        deadline = started + timeout + (opened - started) + 10  # slack for a loaded machine
         closed = [_closed_by_server(sock, deadline) for sock in stalled]
         for sock in stalled:
             sock.close()
         assert closed.count(None) == 0, f"{closed.count(None)} connections still open"
         assert all(moment - started >= timeout - 0.1 for moment in closed if moment)
-        assert served - opened < timeout + 5
+        assert served - opened < timeout + 15
         # A refused request is answered at once; the rest of its body must come within one
         # timeout, however it is dripped.
         with socket.create_connection(where, timeout=30) as sock:
@@ -220,8 +225,8 @@ def test_a_thousand_half_open_connections_are_closed_on_time(
                     sock.sendall(b" ")
             except (BrokenPipeError, ConnectionResetError):
                 pass
-            assert _closed_by_server(sock, time.monotonic() + timeout) is not None
-            assert time.monotonic() - refused_at < timeout * 2
+            assert _closed_by_server(sock, time.monotonic() + timeout + 5) is not None
+            assert time.monotonic() - refused_at < timeout * 2 + 5
     lines = _log_lines(server)
     assert len(lines) <= 2 + int((time.monotonic() - started) / 10)
     counted = sum(
@@ -378,7 +383,7 @@ def test_closed_sessions_leave_nothing_behind(store: str, tmp_path: Path) -> Non
                     )
             else:
                 time.sleep(limits.session_idle_seconds + 2.5)
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 30
             while alive() > before and time.monotonic() < deadline:
                 time.sleep(0.1)
             assert alive() == before
