@@ -19,7 +19,9 @@ What each row measures (milliseconds, median and 95th percentile):
   bearer token) beside the floor server on the SDK's own HTTP app, on the same machine.
 - `mcp http throughput, 8 clients`: calls per second with 8 sessions at once, each making 100
   calls in turn of add, list of 50 and search, beside the floor's constant tool the same way
-  (for this row a higher figure is better).
+  (for this row a higher figure is better). `mcp http throughput beside stdio` sets the same
+  HTTP figure beside the same calls made by 8 stdio clients, each with its own `lantern mcp`
+  process on the same store (as stdio clients each start their own server).
 - `mcp start to initialize answered` and `mcp start to first tool result (a search)`: spawning
   `lantern mcp` until the handshake is answered, and until a first `lantern_memory_search`
   made right after it returns; beside `python -c "import mcp"` in a fresh interpreter, what
@@ -318,8 +320,10 @@ async def starts(store: Path, n: int, runs: int) -> list[Row]:
 
 
 async def throughput(store: Path, n: int, clients: int = 8, calls: int = 100) -> list[Row]:
-    """Calls per second over HTTP with `clients` sessions at once, each making `calls` mixed
-    calls (add, list of 50, search), beside the floor's constant tool the same way."""
+    """Calls per second with `clients` sessions at once, each making `calls` mixed calls (add,
+    list of 50, search): over HTTP to one `lantern mcp --http`, beside the floor's constant
+    tool the same way, and beside stdio (a `lantern mcp` process per client, as stdio clients
+    each start their own, on the same store)."""
     searches = search_queries(calls, words=WORDS)
 
     def mixed(client: int, i: int) -> tuple[str, dict[str, Any]]:
@@ -330,6 +334,12 @@ async def throughput(store: Path, n: int, clients: int = 8, calls: int = 100) ->
             ("lantern_memory_search", {"query": searches[i]}),
         ]  # fmt: skip
         return choices[i % 3]
+
+    def stdio_mixed(client: int, i: int) -> tuple[str, dict[str, Any]]:
+        name, arguments = mixed(client, i)
+        if name == "lantern_memory_add":  # other records than the HTTP run's
+            arguments = {**arguments, "content": f"stdio {n} {client} {i}"}
+        return name, arguments
 
     async def rate(target: Target, call: Callable[[int, int], tuple[str, dict[str, Any]]]) -> float:
         async with AsyncExitStack() as stack:
@@ -350,16 +360,22 @@ async def throughput(store: Path, n: int, clients: int = 8, calls: int = 100) ->
     with lantern_http(store) as own, floor_http() as floor:
         own_rate = await rate(own, mixed)
         floor_rate = await rate(floor, lambda k, i: ("constant", {}))
-    return [
-        {
-            "operation": f"mcp http throughput, {clients} clients (calls/s)",
+    stdio_rate = await rate(lantern_server(store), stdio_mixed)
+
+    def rates(operation: str, lantern: float, raw: float) -> Row:
+        return {
+            "operation": f"{operation}, {clients} clients (calls/s)",
             "n": n,
-            "lantern_p50": own_rate,
-            "lantern_p95": own_rate,
-            "raw_p50": floor_rate,
-            "raw_p95": floor_rate,
+            "lantern_p50": lantern,
+            "lantern_p95": lantern,
+            "raw_p50": raw,
+            "raw_p95": raw,
             "unit": "calls/s",
         }
+
+    return [
+        rates("mcp http throughput", own_rate, floor_rate),
+        rates("mcp http throughput beside stdio", own_rate, stdio_rate),
     ]
 
 

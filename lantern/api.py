@@ -64,7 +64,8 @@ class StoreStatus:
 
     url: str
     path: Path | None
-    size_bytes: int
+    size_bytes: int | None
+    """The store's size; None for a scope-restricted caller (it grows with every scope)."""
     revision: str | None
     head: str
     legacy_generation: int | None
@@ -236,8 +237,9 @@ class Lantern:
             require_current: Refuse a store whose schema is behind or ahead of this Lantern; False
                 opens it anyway (to read its status, or upgrade it).
             create: Create the store where none exists yet; False raises `NoStore` instead.
-            scopes: Scope patterns (exact, or a prefix ending in `*`) that confine `memory` to those
-                scopes, or a `ScopePolicy`; None leaves the store unrestricted.
+            scopes: Scope patterns (`user:ada`, `user:ada*` for that scope and those under it,
+                `user:*`) that confine `memory` to those scopes, or a `ScopePolicy`; None
+                leaves the store unrestricted.
             read_only: Refuse every write; a read-only Lantern never creates a store.
             clock: A callable giving the current time in integer unix seconds (UTC), read once
                 per operation; None, the real time.
@@ -360,7 +362,8 @@ class Lantern:
     def status(self) -> StoreStatus:
         """Where the store is and where its schema stands (`lantern db status`), and, on a
         current store, its embedding settings and how many records and chunks have vectors of
-        each model."""
+        each model. A scope-restricted Lantern leaves out what the whole store amounts to: the
+        size and the embedding coverage (None), which count the records of every scope."""
         state = _state(self.store)
         found = word_index = vector_indexes = None
         if not state.needs_upgrade and not state.empty and not self.scopes.restricted:
@@ -374,7 +377,7 @@ class Lantern:
         return StoreStatus(
             url=self.location.display_url,
             path=self.location.path,
-            size_bytes=_size_bytes(self.store),
+            size_bytes=None if self.scopes.restricted else _size_bytes(self.store),
             revision=state.revision,
             head=migrations.HEAD,
             legacy_generation=state.legacy_generation,
@@ -566,8 +569,8 @@ class Lantern:
         Args:
             out: A binary file object the lines are written to (`open(path, "wb")`,
                 `sys.stdout.buffer`).
-            scope: Only the memory records (and their history) of these scope patterns (exact, or a
-                prefix ending in `*`); None writes every record. Evidence has no scope.
+            scope: Only the memory records (and their history) of these scope patterns (as for
+                `memory.list`); None writes every record. Evidence has no scope.
             memories: Write the memory records, their history and vectors.
             evidence: Write the sources, chunks, entities and their vectors.
 
@@ -628,8 +631,8 @@ class Lantern:
 
         Args:
             out: A binary file object the lines are written to.
-            scope: Only the records of these scope patterns (exact, or a prefix ending in `*`); None
-                writes every active record.
+            scope: Only the records of these scope patterns (as for `memory.list`); None writes
+                every active record.
 
         Returns:
             The number of lines written.

@@ -293,26 +293,55 @@ def memory_record_id(value: object) -> str:
     return value
 
 
-def scope_pattern(value: object) -> tuple[str, bool]:
-    """A scope filter: `(text, is_prefix)`.
+SCOPE_SEPARATORS = (":", "/")
+"""Where one name in a scope ends and what lies under it begins (`user:ada/notes`)."""
 
-    `user:*` matches every scope that starts with `user:`; anything else matches exactly, so
-    `*`, `%`, `_` and `/` elsewhere are plain characters. A scope that itself ends in `*` is
-    matched exactly by escaping that star: `weird\\*` matches the scope `weird*` only.
+ScopePattern = tuple[tuple[str, bool], ...]
+"""A scope pattern as the database and `ScopePolicy.allows` read it: `(text, is_prefix)`
+pairs, any of which admits a scope (an exact scope, or every scope that starts with a text)."""
+
+
+def scope_pattern(value: object) -> ScopePattern:
+    """A scope pattern, read (docs/memory.md, "Scope patterns").
+
+    - `user:ada` is that scope only;
+    - `user:*` (a star after a separator, `:` or `/`, or alone) is every scope that starts
+      with what precedes it;
+    - `user:ada*` (a star after a letter or a digit) is `user:ada` and the scopes under it,
+      `user:ada:...` and `user:ada/...`: never `user:adam` nor `user:ada2`, which only start
+      the same way;
+    - `log:2024-*` (a star after any other character) is every scope that starts with
+      `log:2024-`: the writer ended the prefix on purpose;
+    - `\\*` is a literal star, anywhere (`odd\\*` is the scope `odd*`); a star anywhere but at
+      the end is refused as ambiguous. `%`, `_`, `.` and every other character are literal.
     """
-    if isinstance(value, str) and value.endswith("\\*"):
-        return scope(value[:-2] + "*"), False
-    if isinstance(value, str) and value.endswith("*"):
-        prefix = value[:-1]
-        if prefix != prefix.lstrip() or any(ch in prefix for ch in "\n\r\t"):
-            raise InvalidInput(
-                Param("scope"),
-                f" must not have surrounding whitespace or line breaks; got {value!r}",
-            )
-        if len(prefix) > MAX_SCOPE_CHARS:
-            raise InvalidInput(Param("scope"), f" is too long (limit {MAX_SCOPE_CHARS} characters)")
-        return prefix, True
-    return scope(value), False
+    if not isinstance(value, str):
+        return ((scope(value), False),)
+    body, wildcard = (value[:-1], True) if _ends_in_wildcard(value) else (value, False)
+    if "*" in body.replace("\\*", ""):
+        raise InvalidInput(
+            Param("scope"),
+            f" pattern {value!r} has a * before its end: a * matches only at the end of a "
+            "pattern (write \\* for a literal star)",
+        )
+    text = body.replace("\\*", "*")
+    if not wildcard:
+        return ((scope(text), False),)
+    if text != text.lstrip() or any(ch in text for ch in "\n\r\t"):
+        raise InvalidInput(
+            Param("scope"), f" must not have surrounding whitespace or line breaks; got {value!r}"
+        )
+    if len(text) > MAX_SCOPE_CHARS:
+        raise InvalidInput(Param("scope"), f" is too long (limit {MAX_SCOPE_CHARS} characters)")
+    if not text or not text[-1].isalnum():
+        return ((text, True),)
+    # A name: itself, and what lies under it, never a longer name that starts the same way.
+    return ((scope(text), False), *((text + sep, True) for sep in SCOPE_SEPARATORS))
+
+
+def _ends_in_wildcard(value: str) -> bool:
+    """Whether the last character is a star that is not escaped."""
+    return value.endswith("*") and not value.endswith("\\*")
 
 
 def ref_key(value: object) -> tuple[str, str]:
@@ -336,3 +365,35 @@ def optional_confidence(value: object, field: str = "confidence") -> float | Non
 
 def optional_timestamp(field: str, value: object) -> int | None:
     return None if value is None else timestamp(field, value)
+
+
+# --- the names an HTTP request gives its server -----------------------------------------------
+
+_HOST_HEADER = re.compile(
+    r"(?:\[(?P<v6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?))"
+    r"(?::(?P<port>[0-9]{1,5}))?"
+)
+_ORIGIN = re.compile(r"(?P<scheme>https?)://(?P<host>[^/?#]*)")
+
+
+def http_host(value: str | None) -> str | None:
+    """The host name of a `Host` header in its exact form, `NAME` or `NAME:PORT` (an IPv6
+    address in brackets), lowercased (an IPv6 address without its brackets); None for anything
+    else (`localhost:8765@evil.example`, `localhost:evil`, a user part, a path, a second
+    port), which names no server at all."""
+    if value is None:
+        return None
+    found = _HOST_HEADER.fullmatch(value)
+    if found is None or (found["port"] is not None and int(found["port"]) > 65_535):
+        return None
+    return (found["v6"] or found["name"]).lower()
+
+
+def http_origin(value: str | None) -> str | None:
+    """The host name of an `Origin` header, `http://` or `https://` and an exact `http_host`
+    form (nothing after it); None for anything else (`http://localhost:8765.evil.example`,
+    whose port is no number, is refused, never read as `localhost`)."""
+    if value is None:
+        return None
+    found = _ORIGIN.fullmatch(value)
+    return None if found is None else http_host(found["host"])

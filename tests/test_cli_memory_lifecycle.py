@@ -162,12 +162,14 @@ def test_list_filters_explain_and_cursor_wrapper(run_cli: CliRun) -> None:
     _add(run_cli, "--kind", "goal", "--scope", "other", "--source-ref", "session:x", "cited")
     plain = _json(run_cli("memory", "list", "--scope", "team/*", "--json"))
     assert [r["content"] for r in plain] == ["r4", "r3", "r2", "r1", "r0"]
-    exact = _json(run_cli("memory", "list", "--scope", "team/1*%_", "--json"))
-    assert [r["content"] for r in exact] == ["r3", "r1"]  # "*" not at the end: exact
     literal = _json(run_cli("memory", "list", "--scope", "team/1\\*%_", "--json"))
-    assert literal == []
-    by_star = _json(run_cli("memory", "list", "--scope", "team/1*", "--json"))
-    assert [r["content"] for r in by_star] == ["r3", "r1"]
+    assert [r["content"] for r in literal] == ["r3", "r1"]  # "\\*" is a literal star
+    ambiguous = run_cli("memory", "list", "--scope", "team/1*%_")
+    assert ambiguous.exit_code == 1 and "has a * before its end" in ambiguous.stderr
+    by_name = _json(run_cli("memory", "list", "--scope", "team/1*", "--json"))
+    assert by_name == []  # team/1 and what lies under it: not team/1*%_
+    by_prefix = _json(run_cli("memory", "list", "--scope", "team/1\\**", "--json"))
+    assert [r["content"] for r in by_prefix] == ["r3", "r1"]
     high = _json(run_cli("memory", "list", "--min-priority", "3", "--json"))
     assert [r["content"] for r in high] == ["cited", "r4", "r3"]
     cited = _json(run_cli("memory", "list", "--cites", "session:x", "--json"))

@@ -113,12 +113,14 @@ def _post(url: str, headers: dict[str, str] | None = None) -> httpx2.Response:
             "clientInfo": {"name": "test", "version": "0"},
         },
     }
-    return httpx2.post(
-        url,
-        json=body,
-        headers={"Accept": "application/json, text/event-stream", **(headers or {})},
-        timeout=30,
-    )
+    headers = {"Accept": "application/json, text/event-stream", **(headers or {})}
+    answer = httpx2.post(url, json=body, headers=headers, timeout=30)
+    opened = answer.headers.get("mcp-session-id")
+    if answer.status_code == 200 and opened:
+        # Ended as a well-behaved client ends it: a token holds only so many sessions.
+        ended = httpx2.delete(url, headers={**headers, "Mcp-Session-Id": opened}, timeout=30)
+        assert ended.status_code == 200
+    return answer
 
 
 # --- the same server as stdio -----------------------------------------------------------------
@@ -279,6 +281,14 @@ def test_a_missing_wrong_or_revoked_token_gets_401(world: World, tmp_path: Path)
         ({"Host": "evil.example.com:80"}, 421),
         ({"Origin": "http://evil.example.com"}, 403),
         ({"Origin": "null"}, 403),
+        # Forms that only start like one of the server's names.
+        ({"Host": "localhost:8765@evil.example"}, 421),
+        ({"Host": "localhost:evil"}, 421),
+        ({"Host": "localhost.evil.example"}, 421),
+        ({"Host": "127.0.0.1:99999"}, 421),
+        ({"Origin": "http://localhost:8765.evil.example"}, 403),
+        ({"Origin": "http://localhost@evil.example"}, 403),
+        ({"Origin": "http://127.0.0.1:8765/x"}, 403),
     ],
 )
 def test_another_host_or_origin_is_refused(
@@ -341,13 +351,34 @@ def test_token_commands(tmp_path: Path) -> None:
     assert loose.exit_code == 7 and "chmod 600" in loose.stderr
 
 
+def test_an_ambiguous_scope_pattern_makes_no_token(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    for pattern in ("user:*/notes", "team:*:ops"):
+        refused = CliRunner().invoke(
+            cli, ["mcp", "token", "add", "--tokens", str(path), "--label", "x", "--scope", pattern]
+        )
+        assert refused.exit_code == 1
+        assert refused.stderr == (
+            f"Error: --scope pattern {pattern!r} has a * before its end: a * matches only at the "
+            "end of a pattern (write \\* for a literal star)\n"
+        )
+        assert not path.exists()
+    added = CliRunner().invoke(
+        cli, ["mcp", "token", "add", "--tokens", str(path), "--label", "x", "--scope", "a\\*b*"]
+    )
+    assert added.exit_code == 0, added.output
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--http", "8765"], "--http needs --tokens FILE"),
         (["--http", "x:y", "--tokens", "t.json"], "is not [HOST:]PORT"),
         (["--http", "8765", "--tokens", "t.json", "--scope", "a"], "--scope does not go"),
-        (["--tokens", "t.json"], "--tokens and --allow-host go with --http"),
+        (["--tokens", "t.json"], "--tokens goes with --http"),
+        (["--allow-host", "x", "--session-idle", "2"], "--allow-host and --session-idle go with"),
+        (["--http", "8765", "--tokens", "t.json", "--session-idle", "0"], "0<x<=1440"),
+        (["--http", "8765", "--tokens", "t.json", "--max-connections", "0"], "1<=x<=1000000"),
         (["--http", "8765", "--tokens", "missing.json"], "no token file at missing.json"),
     ],
 )

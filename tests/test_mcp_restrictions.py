@@ -15,6 +15,7 @@ import pytest
 from mcp import MCPError, StdioServerParameters, types
 
 from lantern.api import Lantern
+from lantern.memory.records import OUTSIDE_SCOPES
 from tests.helpers import lantern_process
 from tests.mcp_helpers import McpClient, cli_json, module_store, running, server_parameters
 
@@ -144,7 +145,7 @@ def test_listings_and_searches_never_hold_a_record_outside(scoped: McpClient, wo
     inside = {record["id"] for record in world.inside.values()}
     everything = {"status": "all", "include_expired": True, "limit": 10_000}
     assert _ids(scoped.ok("lantern_memory_list", everything)) == inside
-    asked_for = {"scope": ["other", "team", "teamwork:*", "tea*"], **everything}
+    asked_for = {"scope": ["other", "team", "teamwork:*", "team*", "tea*"], **everything}
     assert _ids(scoped.ok("lantern_memory_list", asked_for)) == {
         world.inside["alpha"]["id"],
         world.inside["left"]["id"],
@@ -210,17 +211,35 @@ def test_writing_into_a_scope_outside_is_refused(
 
 def test_chains_and_messages_stop_at_the_scopes(scoped: McpClient, world: World) -> None:
     left, successor = world.inside["left"], world.outside["successor"]
+    predecessor = world.outside["predecessor"]["id"]
     shown = scoped.ok("lantern_memory_show", {"id": left["id"], "chain": True})
-    assert (shown["status"], shown["replaced_by"], shown["replaces"]) == ("superseded", [], [])
+    assert (shown["status"], shown["replaced_by"], shown["replaces"]) == (
+        "superseded",
+        [OUTSIDE_SCOPES],
+        [],
+    )
+    history = scoped.ok("lantern_memory_history", {"id": left["id"]})["entries"]
+    assert history[-1]["changes"]["superseded_by"] == OUTSIDE_SCOPES
     for tool, arguments in [
         ("lantern_memory_update", {"id": left["id"], "priority": 1}),
         ("lantern_memory_archive", {"id": left["id"]}),
         ("lantern_memory_supersede", {"old_id": left["id"], "content": "Again."}),
     ]:
         message = scoped.error(tool, arguments)
-        assert successor["id"] not in message and "a record that no longer exists" in message
-    moved_in = scoped.ok("lantern_memory_show", {"id": world.inside["moved_in"]["id"]})
-    assert moved_in["supersedes_id"] == world.outside["predecessor"]["id"]  # as stored
+        assert successor["id"] not in message
+        assert "a record outside the scopes this store is restricted to" in message
+    moved_in = scoped.ok(
+        "lantern_memory_show", {"id": world.inside["moved_in"]["id"], "chain": True}
+    )
+    assert (moved_in["supersedes_id"], moved_in["replaces"]) == (OUTSIDE_SCOPES, [OUTSIDE_SCOPES])
+    history = scoped.ok("lantern_memory_history", {"id": world.inside["moved_in"]["id"]})
+    assert history["entries"][0]["changes"]["after"]["supersedes_id"] == OUTSIDE_SCOPES
+    assert predecessor not in json.dumps(history)
+    # The placeholder names no record: given back, it is an id like any unknown one.
+    unknown = scoped.error("lantern_memory_show", {"id": UNKNOWN})
+    assert scoped.error("lantern_memory_show", {"id": OUTSIDE_SCOPES}) == unknown.replace(
+        UNKNOWN, OUTSIDE_SCOPES
+    )
 
 
 def test_history_of_a_forgotten_record_outside_is_unknown(scoped: McpClient, world: World) -> None:

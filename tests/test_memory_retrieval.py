@@ -121,19 +121,9 @@ ODD_SCOPES = [
 @pytest.mark.parametrize(
     ("pattern", "expected"),
     [
-        (
-            "user:a*",
-            [
-                "user:a",
-                "user:ab",
-                "user:a/b",
-                "user:a%",
-                "user:a%x",
-                "user:a_",
-                "user:a_x",
-                "user:a*",
-            ],
-        ),
+        # A name and a star: the name and the scopes under it, never a longer name.
+        ("user:a*", ["user:a", "user:a/b"]),
+        ("user:*", [s for s in ODD_SCOPES if s.startswith("user:")]),
         ("user:a", ["user:a"]),
         ("user:a%", ["user:a%"]),
         ("user:a_", ["user:a_"]),
@@ -148,7 +138,7 @@ ODD_SCOPES = [
         ("*", ODD_SCOPES),
     ],
 )
-def test_scope_filters_are_exact_or_prefix_with_every_character_literal(
+def test_scope_filters_are_patterns_with_every_other_character_literal(
     lt: Lantern, pattern: str, expected: list[str]
 ) -> None:
     for scope in ODD_SCOPES:

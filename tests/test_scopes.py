@@ -25,7 +25,7 @@ from lantern.errors import (
     NotFound,
     PolicyRefused,
 )
-from lantern.memory.records import MemoryRecord
+from lantern.memory.records import OUTSIDE_SCOPES, MemoryRecord
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store.ids import memory_id
 from tests.memory_helpers import add_source, table_rows
@@ -133,26 +133,79 @@ def test_patterns_mean_what_they_mean_for_memory_list() -> None:
     assert [policy.allows(scope) for scope in admitted] == [True] * len(admitted)
     assert [policy.allows(scope) for scope in refused] == [False] * len(refused)
     assert ScopePolicy.of(None) is UNRESTRICTED and not ScopePolicy.of([]).restricted
-    assert ScopePolicy.of("solo") == ScopePolicy((("solo", False),))
+    assert ScopePolicy.of("solo") == ScopePolicy((("solo", False),), ("solo",))
     assert UNRESTRICTED.allows("anything") and UNRESTRICTED.clauses("sqlite") == []
 
 
-@pytest.mark.parametrize("pattern", ["", " user:*", "a\nb", "x" * 513])
+@pytest.mark.parametrize("pattern", ["", " user:*", "a\nb", "x" * 513, "x" * 513 + "*"])
 def test_bad_patterns_are_refused(pattern: str) -> None:
     with pytest.raises(InvalidInput):
         ScopePolicy.of([pattern])
 
 
+LOOK_ALIKES = ["user:alice2", "user:alicebob", "user:alice%", "user:alice_x", "user:alice.b"]
+LOOK_ALIKES += ["user:Alice", "user:alic", "user:alice-", "user:alice\\", "user:alice*"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "admitted", "refused"),
+    [
+        # A name and a star: the name and what lies under it, never a longer name.
+        ("user:alice*", ["user:alice", "user:alice/notes", "user:alice:work"], LOOK_ALIKES),
+        ("user:ada*", ["user:ada", "user:ada/notes"], ["user:adam", "user:ada2", "user:adab"]),
+        ("ü*", ["ü", "ü/x"], ["üx", "ü2"]),
+        # A star after a separator: every scope under it.
+        ("user:*", ["user:alice", "user:alice2", "user:", "user:%"], ["user", "users:a"]),
+        ("project:lantern/*", ["project:lantern/docs"], ["project:lantern", "project:lanterns"]),
+        ("*", ["anything", "user:alice2"], []),
+        # A star after any other character: the writer ended the prefix there.
+        ("log:2024-*", ["log:2024-01", "log:2024-"], ["log:2024", "log:20241"]),
+        ("user:alice%*", ["user:alice%", "user:alice%x"], ["user:alice", "user:alicex"]),
+        ("user:al_*", ["user:al_", "user:al_x"], ["user:alx", "user:al"]),
+        # Escaped stars are literal, anywhere.
+        ("odd\\*", ["odd*"], ["odd", "odd*x", "oddx"]),
+        ("a\\*b*", ["a*b", "a*b/c"], ["a*bc", "axb", "a"]),
+        # % and _ are plain characters in exact scopes too.
+        ("user:al%", ["user:al%"], ["user:alice", "user:al"]),
+        ("user:al_ce", ["user:al_ce"], ["user:alice"]),
+    ],
+)
+def test_a_pattern_admits_what_its_writer_meant(
+    pattern: str, admitted: list[str], refused: list[str]
+) -> None:
+    policy = ScopePolicy.of(pattern)
+    assert [s for s in admitted if not policy.allows(s)] == []
+    assert [s for s in refused if policy.allows(s)] == []
+    assert policy.describe() == pattern
+
+
+@pytest.mark.parametrize("pattern", ["user:*/notes", "team:*:ops", "*a", "a**", "user:al*ce"])
+def test_a_star_before_the_end_is_refused_as_ambiguous(pattern: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        ScopePolicy.of(["solo", pattern])
+    assert refused.value.message == (
+        f"scope pattern {pattern!r} has a * before its end: a * matches only at the end of a "
+        "pattern (write \\* for a literal star)"
+    )
+
+
 def test_the_sql_condition_agrees_with_allows(lt: Lantern, store_url: str) -> None:
     scopes = ["team:a", "team:", "team", "teamwork", "solo", "solo2", "odd*", "odd*x", "Team:a"]
     scopes += ["team:\U0010ffff", "team;", "ü", "team:%", "team_a"]
+    scopes += ["user:alice", "user:alice/notes", "user:alice:w", *LOOK_ALIKES, "user:aliceb/x"]
+    scopes += ["user:al%", "user:al_", "user:alx", "user:al%x"]
     for number, scope in enumerate(scopes):
         _add(lt, scope, f"Record {number}.")
-    policy = ScopePolicy.of([*PATTERNS, "team:%", "ü*"])
+    policy = ScopePolicy.of([*PATTERNS, "team:%", "ü*", "user:alice*", "user:al%*", "user:al_"])
     with Lantern.open(store_url, scopes=policy) as confined:
         listed = {r.scope for r in confined.memory.list(status="all", limit=100)}
-    assert listed == {scope for scope in scopes if policy.allows(scope)}
-    assert listed == {"team:a", "team:", "solo", "odd*", "team:\U0010ffff", "team:%", "ü"}
+        # The same patterns as filters, on an unrestricted store.
+        filtered = {r.scope for r in lt.memory.list(scope=policy.written, limit=100)}
+    assert listed == filtered == {scope for scope in scopes if policy.allows(scope)}
+    assert listed == {
+        *("team:a", "team:", "solo", "odd*", "team:\U0010ffff", "team:%", "ü"),
+        *("user:alice", "user:alice/notes", "user:alice:w", "user:al%", "user:al%x", "user:al_"),
+    }
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -162,7 +215,7 @@ def test_listings_and_searches_hold_only_records_inside(confined: Lantern, world
     inside, outside = _ids(world.inside), _ids(world.outside)
     everything = confined.memory.list(status="all", include_expired=True, limit=1000)
     assert _ids(everything) == inside
-    outside_scopes = ["other", "team", "teamwork:*", "odd*x", "solo2"]
+    outside_scopes = ["other", "team", "teamwork:*", "odd\\*x", "solo2"]
     assert confined.memory.list(scope=outside_scopes, status="all", include_expired=True) == []
     assert _ids(confined.memory.list(scope="*", status="all", include_expired=True)) == inside
     found = confined.memory.search("deploys", status="all", include_expired=True, limit=1000)
@@ -236,11 +289,17 @@ def test_a_record_outside_is_an_unknown_id(
 def test_supersede_chains_and_messages_stop_at_the_scopes(confined: Lantern, world: World) -> None:
     replaced = world.replaced_by_outside
     chain = confined.memory.chain(replaced.id)
-    assert chain.record == replaced and chain.replaced_by == () and chain.replaces == ()
-    # A visible record's own fields are shown as stored: the id of its predecessor outside,
-    # which then resolves to nothing, as the id of a record that no longer exists would.
+    assert chain.record == replaced and chain.replaced_by == (OUTSIDE_SCOPES,)
+    assert chain.replaces == ()
+    # The id of a record outside is never shown: the placeholder says one is there.
     replacing = confined.memory.chain(world.replacing_outside.id)
-    assert replacing.replaces == (world.predecessor_outside.id,)
+    assert replacing.replaces == (OUTSIDE_SCOPES,)
+    assert replacing.record.supersedes_id == OUTSIDE_SCOPES
+    assert confined.memory.get(world.replacing_outside.id).supersedes_id == OUTSIDE_SCOPES
+    [created] = confined.memory.history(world.replacing_outside.id)
+    assert created.changes["after"]["supersedes_id"] == OUTSIDE_SCOPES
+    superseded = confined.memory.history(replaced.id)[-1]
+    assert superseded.changes["superseded_by"] == OUTSIDE_SCOPES
     attempts: list[Callable[[], object]] = [
         lambda: confined.memory.update(replaced.id, priority=1),
         lambda: confined.memory.archive(replaced.id),
@@ -251,7 +310,13 @@ def test_supersede_chains_and_messages_stop_at_the_scopes(confined: Lantern, wor
         with pytest.raises(Conflict) as refused:
             attempt()
         assert world.successor_outside.id not in refused.value.message
-        assert "a record that no longer exists" in refused.value.message
+        assert "a record outside the scopes this store is restricted to" in refused.value.message
+    # A write of a visible record keeps what is stored: the link outside is unchanged.
+    updated = confined.memory.update(world.replacing_outside.id, priority=7)
+    assert updated.supersedes_id == OUTSIDE_SCOPES
+    with Lantern.open(confined.location.url) as whole:
+        stored = whole.memory.get(world.replacing_outside.id)
+    assert stored.supersedes_id == world.predecessor_outside.id and stored.priority == 7
 
 
 def test_what_a_forget_left_is_visible_inside_only(confined: Lantern, world: World) -> None:

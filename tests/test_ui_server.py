@@ -7,10 +7,12 @@ import html
 import json
 import re
 import shlex
+import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 import pytest
@@ -115,6 +117,93 @@ def test_every_request_needs_the_token(tmp_path: Path) -> None:
         assert visitor.head("/memory").status_code == 200
         for host in ("localhost:8470", "[::1]:8470"):
             assert visitor.get("/", headers={"host": host}).status_code == 200
+
+
+def _raw(app: Any, path: str, query: str = "", headers: dict[str, str] | None = None) -> Any:
+    """What the view answers a GET whose path, query and headers are exactly these (as uvicorn
+    would pass them, the path percent-decoded), without a client that would tidy them."""
+    import anyio
+
+    sent: list[dict[str, Any]] = []
+    given = {"host": "127.0.0.1:8470", **(headers or {})}
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "raw_path": path.encode("utf-8", "surrogateescape"),
+        "root_path": "",
+        "query_string": query.encode("latin-1"),
+        "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in given.items()],
+    }
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    anyio.run(app, scope, receive, send)
+    start = sent[0]
+    return start["status"], {k.decode(): v.decode("latin-1") for k, v in start["headers"]}
+
+
+@pytest.mark.parametrize(
+    ("path", "location"),
+    [
+        ("//evil.example/x", "/evil.example/x"),
+        ("///evil.example/x", "/evil.example/x"),  # as uvicorn decodes /%2F%2Fevil.example/x
+        ("/\\evil.example/x", "/%5Cevil.example/x"),
+        ("/\\/evil.example", "/%5C/evil.example"),
+        ("//\\evil.example", "/%5Cevil.example"),
+        ("/%5C/evil.example", "/%255C/evil.example"),  # a literal %, sent as %25
+        ("/\t/evil.example", "/%09/evil.example"),
+        ("/memory", "/memory"),
+    ],
+)
+def test_the_token_redirect_never_leaves_the_view(tmp_path: Path, path: str, location: str) -> None:
+    db = tmp_path / "s.db"
+    Lantern.open(db).close()
+    with Lantern.open(db, read_only=True, create=False) as lantern:
+        app = build_app(Site(lantern), token=TOKEN)
+        status, headers = _raw(app, path, f"token={TOKEN}&a=1")
+    assert status == 303
+    assert headers["location"] == location + "?a=1"
+    assert headers["location"].startswith("/") and headers["location"][1] not in "/\\"
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 200),
+        ({"host": "localhost:8470"}, 200),
+        ({"host": "LOCALHOST"}, 200),
+        ({"host": "[::1]:8470"}, 200),
+        ({"origin": "http://127.0.0.1:8470"}, 200),
+        ({"origin": "https://localhost"}, 200),
+        ({"host": "localhost:8765@evil.example"}, 403),
+        ({"host": "localhost:evil"}, 403),
+        ({"host": "localhost.evil.example"}, 403),
+        ({"host": "127.0.0.1:8470:1"}, 403),
+        ({"host": ""}, 403),
+        ({"origin": "http://localhost:8765.evil.example"}, 403),
+        ({"origin": "http://evil.example"}, 403),
+        ({"origin": "null"}, 403),
+        ({"origin": "http://localhost@evil.example"}, 403),
+    ],
+)
+def test_only_exact_host_and_origin_forms_are_answered(
+    tmp_path: Path, headers: dict[str, str], status: int
+) -> None:
+    db = tmp_path / "s.db"
+    Lantern.open(db).close()
+    with Lantern.open(db, read_only=True, create=False) as lantern:
+        app = build_app(Site(lantern), token=TOKEN)
+        bearer = {"authorization": f"Bearer {TOKEN}"}
+        assert _raw(app, "/memory", headers={**bearer, **headers})[0] == status
+        # The token redirect is refused alike: the token is not even looked at.
+        assert _raw(app, "/memory", f"token={TOKEN}", headers)[0] in (status, 303)
+        if status == 403:
+            assert _raw(app, "/memory", f"token={TOKEN}", headers)[0] == 403
 
 
 def test_responses_carry_the_security_headers(demo: tuple[TestClient, Any, str]) -> None:
@@ -509,3 +598,17 @@ def test_the_real_command_serves_a_confined_view(tmp_path: Path) -> None:
         assert "--scope 'project:*'" in html.unescape(fetch("/memory", view.token)[1])
         assert fetch("/memory", None)[0] == 403
         assert fetch("/memory", "not-the-token")[0] == 403
+        # Answers come at once on a kept-alive connection (no 40 ms wait for a delayed ACK
+        # before each response's body: Nagle's algorithm is off).
+        from http.client import HTTPConnection
+
+        address = urlsplit(view.base)
+        connection = HTTPConnection(address.hostname or "", address.port, timeout=30)
+        started = time.monotonic()
+        for _ in range(50):
+            connection.request(
+                "GET", "/static/lantern.svg", headers={"Authorization": f"Bearer {view.token}"}
+            )
+            assert connection.getresponse().read()
+        connection.close()
+        assert time.monotonic() - started < 50 * 0.03

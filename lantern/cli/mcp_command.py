@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -19,6 +20,22 @@ from lantern.errors import MissingDependency, install_hint
 from lantern.loading import loading
 
 _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"})
+_DEFAULTS: dict[str, Any] = {
+    "sessions_per_token": 32,
+    "requests_per_token": 32,
+    "session_idle_minutes": 5.0,
+    "max_connections": 1_024,
+    "request_timeout": 5.0,
+}
+"""The defaults of `lantern.mcpserver.limits.Limits` (that module loads the SDK: a test keeps
+the two the same)."""
+_FLAGS = {
+    "sessions_per_token": "--max-sessions-per-token",
+    "requests_per_token": "--max-requests-per-token",
+    "session_idle_minutes": "--session-idle",
+    "max_connections": "--max-connections",
+    "request_timeout": "--request-timeout",
+}
 
 
 @click.group("mcp", cls=CommandGroup, invoke_without_command=True)
@@ -27,8 +44,9 @@ _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"}
     "scopes",
     multiple=True,
     metavar="PATTERN",
-    help="Confine every memory read and write to this scope, or to scopes starting with a "
-    "prefix ending in * (user:*); \\* at the end matches a literal star. Repeatable: any of "
+    help="Confine every memory read and write to this scope pattern: exact (user:ada), a name "
+    "and * for that scope and those under it (user:ada* admits user:ada/notes, never "
+    "user:adam), or a separator and * (user:*); \\* is a literal star. Repeatable: any of "
     "them. Records outside behave as if they did not exist. Over HTTP each token carries its "
     "own scopes instead.",
 )
@@ -62,6 +80,52 @@ _SDK_MODULES = frozenset({"mcp", "mcp_types", "jsonschema", "anyio", "pydantic"}
     "and HOST (requests naming any other Host or Origin are refused). Repeatable.",
 )
 @click.option(
+    "--max-sessions-per-token",
+    "sessions_per_token",
+    type=click.IntRange(1, 100_000),
+    default=_DEFAULTS["sessions_per_token"],
+    show_default=True,
+    metavar="N",
+    help="With --http: the sessions one token may hold open; past them that token's new "
+    "sessions get 429 with Retry-After, and other tokens are served.",
+)
+@click.option(
+    "--max-requests-per-token",
+    "requests_per_token",
+    type=click.IntRange(1, 100_000),
+    default=_DEFAULTS["requests_per_token"],
+    show_default=True,
+    metavar="N",
+    help="With --http: the requests of one token served at once; past them, 429.",
+)
+@click.option(
+    "--session-idle",
+    "session_idle_minutes",
+    type=click.FloatRange(0, 24 * 60, min_open=True),
+    default=_DEFAULTS["session_idle_minutes"],
+    show_default=True,
+    metavar="MINUTES",
+    help="With --http: close a session after this many minutes without a request.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1, 1_000_000),
+    default=_DEFAULTS["max_connections"],
+    show_default=True,
+    metavar="N",
+    help="With --http: open connections at most; past them the oldest one waiting for a "
+    "request is closed.",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(0, 3_600, min_open=True),
+    default=_DEFAULTS["request_timeout"],
+    show_default=True,
+    metavar="SECONDS",
+    help="With --http: close a connection whose request's headers (or the next part of its "
+    "body) do not arrive within this time.",
+)
+@click.option(
     "--print-config",
     is_flag=True,
     help="Print the JSON entry for an MCP client's configuration (command, args, env with "
@@ -76,6 +140,11 @@ def mcp(
     address: str | None,
     token_path: Path | None,
     allowed_hosts: tuple[str, ...],
+    sessions_per_token: int,
+    requests_per_token: int,
+    session_idle_minutes: float,
+    max_connections: int,
+    request_timeout: float,
     print_config: bool,
     as_json: bool,
 ) -> None:
@@ -102,9 +171,22 @@ def mcp(
     db = ctx.find_root().obj["db"]
     policy = ScopePolicy.of(scopes)  # bad patterns and locations fail before anything starts
     location = resolve(db)
+    limits: dict[str, float] = {
+        "sessions_per_token": sessions_per_token,
+        "requests_per_token": requests_per_token,
+        "session_idle_minutes": session_idle_minutes,
+        "max_connections": max_connections,
+        "request_timeout": request_timeout,
+    }
     if address is None:
-        if token_path is not None or allowed_hosts:
-            raise click.UsageError("--tokens and --allow-host go with --http")
+        given = [
+            *(["--tokens"] if token_path is not None else []),
+            *(["--allow-host"] if allowed_hosts else []),
+            *(_FLAGS[name] for name, value in limits.items() if value != _DEFAULTS[name]),
+        ]
+        if given:
+            verb = "goes" if len(given) == 1 else "go"
+            raise click.UsageError(f"{' and '.join(given)} {verb} with --http")
         if print_config:
             from lantern.mcpserver.config import client_config
 
@@ -141,6 +223,7 @@ def mcp(
         )
     _load_server()
     from lantern.mcpserver.http import serve_http
+    from lantern.mcpserver.limits import Limits
 
     ctx.exit(
         serve_http(
@@ -150,6 +233,13 @@ def mcp(
             token_path=token_path,
             read_only=read_only,
             allowed_hosts=allowed_hosts,
+            limits=Limits(
+                sessions_per_token=sessions_per_token,
+                requests_per_token=requests_per_token,
+                session_idle_minutes=session_idle_minutes,
+                max_connections=max_connections,
+                request_timeout=request_timeout,
+            ),
         )
     )
 
@@ -181,8 +271,8 @@ _TOKENS_OPTION = click.option(
     "scopes",
     multiple=True,
     metavar="PATTERN",
-    help="Confine the token to this scope, or to scopes starting with a prefix ending in *. "
-    "Repeatable: any of them. Without it, the whole store.",
+    help="Confine the token to this scope pattern (as for lantern mcp --scope: user:ada, "
+    "user:ada*, user:*). Repeatable: any of them. Without it, the whole store.",
 )
 @click.option("--read-only", is_flag=True, help="The token can read, never write.")
 @json_option

@@ -482,8 +482,8 @@ def history_command(ctx: click.Context, record_id: str, as_json: bool) -> None:
     "--scope",
     "scopes",
     multiple=True,
-    help="Only changes to records of this scope, or of scopes starting with a prefix ending "
-    "in *. Repeatable.",
+    help="Only changes to records of this scope pattern (as for memory list --scope: user:ada, "
+    "user:ada*, user:*). Repeatable.",
 )
 @click.option(
     "--event",
@@ -542,8 +542,8 @@ def changes_command(
     "--scope",
     "scopes",
     multiple=True,
-    help="Count only records of this scope, or of scopes starting with a prefix ending in *. "
-    "Repeatable.",
+    help="Count only records of this scope pattern (as for memory list --scope: user:ada, "
+    "user:ada*, user:*). Repeatable.",
 )
 @click.option(
     "--top", type=int, default=10, show_default=True, help="List this many largest scopes."

@@ -46,8 +46,8 @@ def _item_noun(kind: str) -> str:
     "--scope",
     "scopes",
     multiple=True,
-    help="Only memory records of this scope, or of scopes starting with a prefix ending in *. "
-    "Repeatable.",
+    help="Only memory records of this scope pattern (as for memory list --scope: user:ada, "
+    "user:ada*, user:*). Repeatable.",
 )
 @click.option(
     "--memories", is_flag=True, help="Export memory records, their history and their vectors."

@@ -39,8 +39,9 @@ DEFAULT_PORT = 8470
     "scopes",
     multiple=True,
     metavar="PATTERN",
-    help="Show only records of this scope, or of scopes starting with a prefix ending in * "
-    "(user:*); \\* at the end matches a literal star. Repeatable: any of them. Records "
+    help="Show only records of this scope pattern: exact (user:ada), a name and * for that "
+    "scope and those under it (user:ada* admits user:ada/notes, never user:adam), or a "
+    "separator and * (user:*); \\* is a literal star. Repeatable: any of them. Records "
     "outside are not shown, counted or found, as with `lantern mcp --scope`.",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Also open the view in a browser.")

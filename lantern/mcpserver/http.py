@@ -9,11 +9,19 @@ HTTP adds is who may call, from where, and how much:
   read-only flag decide each request's access, so each client gets the facade of its own fence
   (`StoreHandle.get`), and a session opened with one token answers no other (the SDK's session
   manager compares the principal: the label and the token's hash).
-- The Host and Origin headers must name this server (DNS-rebinding protection): a page on
-  another site cannot talk to it through a name that resolves to 127.0.0.1. That is checked
-  before anything else; a refused request gets 421 (Host) or 403 (Origin).
+- The Host and Origin headers must name this server exactly (DNS-rebinding protection,
+  `HostGuard`): a page on another site cannot talk to it through a name that resolves to
+  127.0.0.1, nor through a header that only starts like one of its names
+  (`localhost:8765@evil.example`). That is checked before anything else; a refused request
+  gets 421 (Host) or 403 (Origin).
 - A request body is at most `MAX_BODY_BYTES` (413 past it): the largest `lantern_ingest_text`
-  call, JSON-encoded.
+  call, JSON-encoded. JSON is read as over stdio (`wire.lenient_json`): a lone surrogate escape
+  reaches the tools, and answers the same way, on both transports.
+- No client can starve the others (`limits`, `connections`): each token has its own allowance
+  of open sessions and of requests at once (429 with `Retry-After` past it, for that token
+  only), idle sessions are closed after minutes, a connection that does not send its request
+  in time is closed, and open connections are capped. Refusals are logged as one line per
+  interval with their counts.
 - SIGINT or SIGTERM stop the server cleanly: it stops accepting connections, lets requests in
   flight finish for up to `GRACE_SECONDS`, then abandons what is still running (a write not yet
   committed rolls back) and closes the store.
@@ -22,6 +30,8 @@ HTTP adds is who may call, from where, and how much:
 from __future__ import annotations
 
 import logging
+import math
+import resource
 import signal
 import socket
 import sys
@@ -42,18 +52,29 @@ from mcp.server.auth.middleware.bearer_auth import (
 )
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lantern.errors import StoreIOError
 from lantern.mcpserver import tokens
+from lantern.mcpserver.connections import guarded_protocol
 from lantern.mcpserver.evidence_tools import MAX_TEXT_BYTES
+from lantern.mcpserver.limits import (
+    DEFAULT_LIMITS,
+    CountingRefusals,
+    Limits,
+    Refusals,
+    SilencedLogs,
+    TokenLimits,
+)
 from lantern.mcpserver.server import (
     Access,
     StoreHandle,
@@ -61,13 +82,17 @@ from lantern.mcpserver.server import (
     configure_logging,
     open_store,
 )
+from lantern.mcpserver.wire import use_lenient_json
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
+from lantern.validation import http_host, http_origin
 
 PATH = "/mcp"
 MAX_BODY_BYTES = MAX_TEXT_BYTES + 1024 * 1024
 """The largest request body: a 64 MiB text and the rest of its call."""
 GRACE_SECONDS = 10
-LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+BACKLOG = 1_024
+"""Connections the system queues before the server accepts them."""
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 log = logging.getLogger("lantern.mcp")
 
@@ -108,41 +133,55 @@ class TokenVerifier:
 
 
 class HostGuard:
-    """Refuses a request whose Host or Origin names another server, before anything else."""
+    """Refuses a request whose Host or Origin names another server, before anything else: the
+    Host must be exactly one of `names`, with or without a port, and so must an Origin's host
+    when there is an Origin (`validation.http_host`, `validation.http_origin`)."""
 
-    def __init__(self, app: ASGIApp, settings: TransportSecuritySettings) -> None:
+    def __init__(self, app: ASGIApp, names: frozenset[str]) -> None:
         self._app = app
-        self._check = TransportSecurityMiddleware(settings)
+        self._names = names
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            refused = await self._check.validate_request(Request(scope), is_post=False)
-            if refused is not None:
-                await refused(scope, receive, send)
+            headers = Headers(scope=scope)
+            if http_host(headers.get("host")) not in self._names:
+                await Response("Invalid Host header", status_code=421)(scope, receive, send)
+                return
+            origin = headers.get("origin")
+            if origin is not None and http_origin(origin) not in self._names:
+                await Response("Invalid Origin header", status_code=403)(scope, receive, send)
                 return
         await self._app(scope, receive, send)
 
 
-def security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
-    """The Host and Origin values this server answers: the loopback names, the address it
-    listens on and the names given with `--allow-host`, on any port."""
-    names = dict.fromkeys([*LOOPBACK, _bracketed(host), *allowed_hosts])
-    names.pop("0.0.0.0", None)
-    names.pop("[::]", None)
-    hosts = [form for name in names for form in (name, f"{name}:*")]
-    origins = [f"{scheme}://{form}" for scheme in ("http", "https") for form in hosts]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-    )
+def host_names(host: str, allowed_hosts: Sequence[str]) -> frozenset[str]:
+    """The host names this server answers to: the loopback names, the address it listens on
+    (unless a wildcard) and the names given with `--allow-host`, as `http_host` reads them."""
+    names = {*LOOPBACK, host, *allowed_hosts}
+    found = {name.strip("[]").lower() for name in names}
+    return frozenset(found - {"0.0.0.0", "::"})
 
 
 def build_app(
-    server: Server[Any], verifier: TokenVerifier, settings: TransportSecuritySettings
+    server: Server[Any],
+    verifier: TokenVerifier,
+    names: frozenset[str],
+    limits: Limits,
+    refusals: Refusals,
 ) -> ASGIApp:
+    # Host and Origin are checked by `HostGuard`, strictly, before the session manager sees
+    # the request; the SDK's own check (by prefix) is left off, and so is its warning per
+    # refused request.
     manager = StreamableHTTPSessionManager(
-        app=server, security_settings=settings, max_request_body_size=MAX_BODY_BYTES
+        app=server,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=MAX_BODY_BYTES,
+        session_idle_timeout=limits.session_idle_seconds,
+        max_sessions=limits.max_sessions,
     )
-    endpoint = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), required_scopes=[])
+    endpoint = RequireAuthMiddleware(
+        TokenLimits(StreamableHTTPASGIApp(manager), limits), required_scopes=[]
+    )
     app = Starlette(
         routes=[Route(PATH, endpoint=endpoint)],
         middleware=[
@@ -151,7 +190,7 @@ def build_app(
         ],
         lifespan=lambda app: manager.run(),
     )
-    return HostGuard(app, settings)
+    return CountingRefusals(HostGuard(app, names), refusals)
 
 
 def access_of(server_read_only: bool) -> Any:
@@ -176,9 +215,12 @@ def serve_http(
     token_path: Path,
     read_only: bool,
     allowed_hosts: Sequence[str],
+    limits: Limits = DEFAULT_LIMITS,
 ) -> int:
     """Serve on HOST:PORT until SIGINT or SIGTERM; the exit code."""
     configure_logging()
+    use_lenient_json()
+    _raise_file_limit(limits.max_connections)
     handle = StoreHandle(
         open_store(db, scopes=UNRESTRICTED, read_only=read_only), Access(read_only=read_only)
     )
@@ -186,31 +228,45 @@ def serve_http(
     verifier = TokenVerifier(token_path)
     listening = _listen(host, port)
     bound = listening.getsockname()[1]
-    app = build_app(server, verifier, security(host, allowed_hosts))
+    refusals = Refusals(limits.log_interval)
+    app = build_app(server, verifier, host_names(host, allowed_hosts), limits, refusals)
     sys.stderr.write(
         f"lantern mcp: serving http://{_bracketed(host)}:{bound}{PATH} to the tokens of "
         f"{token_path}\n"
     )
     sys.stderr.flush()
+    remove_filter = SilencedLogs(refusals).install()
     try:
-        anyio.run(_serve, app, listening, handle)
+        anyio.run(_serve, app, listening, handle, limits, refusals)
     finally:
+        remove_filter()
         handle.close()
         listening.close()
     return 0
 
 
-async def _serve(app: ASGIApp, listening: socket.socket, handle: StoreHandle) -> None:
+async def _serve(
+    app: ASGIApp,
+    listening: socket.socket,
+    handle: StoreHandle,
+    limits: Limits,
+    refusals: Refusals,
+) -> None:
     config = uvicorn.Config(
         app,
+        http=guarded_protocol(limits, refusals),
+        ws="none",
         log_level="warning",
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=GRACE_SECONDS,
+        timeout_keep_alive=max(1, math.ceil(limits.request_timeout)),
+        backlog=BACKLOG,
         server_header=False,
     )
     async with anyio.create_task_group() as group:
         group.start_soon(handle.open)
+        group.start_soon(refusals.run)
         await _Uvicorn(config).serve(sockets=[listening])
         group.cancel_scope.cancel()
 
@@ -234,15 +290,31 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listening = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named, not left 0: asyncio turns Nagle's algorithm off (TCP_NODELAY) only on
+    # sockets that say they are TCP, and the accepted ones inherit this. With it on, the body
+    # of each response waited for the client's delayed ACK of its head: 40 ms a request.
+    listening = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listening.bind((host, port))
-        listening.listen(128)
+        listening.listen(BACKLOG)
     except OSError as exc:
         listening.close()
         raise StoreIOError(f"cannot listen on {_bracketed(host)}:{port}: {exc.strerror}") from exc
     return listening
+
+
+def _raise_file_limit(connections: int) -> None:
+    """Let the process hold a file descriptor per connection allowed, and some for the store,
+    when its hard limit allows (the soft limit is often 1,024)."""
+    wanted = connections + 256
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+        except (ValueError, OSError):
+            log.warning("cannot raise the open file limit to %d", raised)
 
 
 def _bracketed(host: str) -> str:

@@ -56,8 +56,7 @@ class MemoryActivity(MemoryCore):
         `scope` patterns only (as for `list`), when given.
 
         Args:
-            scope: Only the records of these scope patterns (exact, or a prefix ending in `*`);
-                None, every scope.
+            scope: Only the records of these scope patterns (as for `list`); None, every scope.
             top: How many of the largest scopes to list (1 to 1,000).
             days: How many UTC days of changes to count, today included (1 to 366).
         """
@@ -178,27 +177,33 @@ class MemoryActivity(MemoryCore):
             conditions.append(h.c.at >= since_at)
         if before_at is not None:
             conditions.append(h.c.at < before_at)
-        if last is not None:
-            conditions.append(h.c.id < last)
         fences = self._fences(wanted)
         present = table.c.id.label("present")
         stmt = select(h, present).select_from(h.outerjoin(table, table.c.id == h.c.record_id))
         if fences:
             conditions.append(or_(and_(*fences), table.c.id.is_(None)))
         stmt = stmt.where(*conditions).order_by(h.c.id.desc()).limit(limit + 1)
+        # A forgotten record's entry is shown where its scope is, which only Python can read:
+        # entries of records forgotten elsewhere are passed over, and more are read until the
+        # page is full, so that a page and its cursor are the same whatever lies outside.
+        entries: list[HistoryEntry] = []
         with self._store.read() as conn:
-            rows = conn.execute(stmt).all()
-        more = len(rows) > limit
-        rows = rows[:limit]
-        entries = [
-            _entry(row)
-            for row in rows
-            if not fences
-            or row.present is not None
-            or _forgotten_within(_entry(row), self._scopes, wanted)
-        ]
-        # The cursor is the last entry looked at, shown or not, so a page never repeats one.
-        return Page(entries, str(rows[-1].id) if more and rows else None)
+            while True:
+                page_stmt = stmt if last is None else stmt.where(h.c.id < last)
+                rows = conn.execute(page_stmt).all()
+                entries += [
+                    _entry(row)
+                    for row in rows
+                    if not fences
+                    or row.present is not None
+                    or _forgotten_within(_entry(row), self._scopes, wanted)
+                ]
+                if len(entries) > limit or len(rows) <= limit:
+                    break
+                last = rows[-1].id
+        more = len(entries) > limit
+        entries = entries[:limit]
+        return Page(entries, str(entries[-1].id) if more and entries else None)
 
 
 def _forgotten_within(entry: HistoryEntry, *policies: ScopePolicy) -> bool:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Connection, select
 
 from lantern.errors import Conflict
 from lantern.memory.records import MemoryRecord
-from lantern.memory.scopes import ScopePolicy
+from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
 from lantern.store.models import memory_records as table
 
 _MAX_CHAIN = 10_000  # a supersede chain longer than this is not a chain Lantern made
@@ -23,7 +21,13 @@ def successor(conn: Connection, record_id: str, scopes: ScopePolicy) -> str | No
 
 
 def successor_id(conn: Connection, record_id: str, scopes: ScopePolicy) -> str:
-    return successor(conn, record_id, scopes) or "a record that no longer exists"
+    """The successor's id for a message: within the scopes, or words that name none."""
+    found = successor(conn, record_id, scopes)
+    if found is not None:
+        return found
+    if scopes.restricted and successor(conn, record_id, UNRESTRICTED) is not None:
+        return "a record outside the scopes this store is restricted to"
+    return "a record that no longer exists"
 
 
 def check_supersedable(conn: Connection, old: MemoryRecord, scopes: ScopePolicy) -> None:
@@ -35,15 +39,28 @@ def check_supersedable(conn: Connection, old: MemoryRecord, scopes: ScopePolicy)
 
 
 def walk(
-    conn: Connection, start: str | None, match: Any, follow: Any, scopes: ScopePolicy
+    conn: Connection, start: str | None, forward: bool, scopes: ScopePolicy
 ) -> tuple[str, ...]:
-    """Follow supersede links from `start`: each step reads `follow` where `match` is the
-    previous id. Stops at the end of the chain (or at a loop, which only a hand-edited store
-    could hold), and at a row outside `scopes`, exactly as at a row that does not exist."""
+    """The ids of a supersede chain from `start`: the records it replaced (`forward` False) or
+    those that replaced it (`forward` True), nearest first.
+
+    Stops at the end of the chain (or at a loop, which only a hand-edited store could hold),
+    and at the first record outside `scopes`, which is the last id returned: the caller
+    shows that a chain goes on outside without saying where (`lantern.memory.outside`).
+    """
     found: list[str] = []
     current = start
     while current is not None and current not in found and len(found) < _MAX_CHAIN:
         found.append(current)
-        row = conn.execute(select(follow, table.c.scope).where(match == current)).one_or_none()
-        current = row[0] if row is not None and scopes.allows(row.scope) else None
+        row = conn.execute(
+            select(table.c.scope, table.c.supersedes_id).where(table.c.id == current)
+        ).one_or_none()
+        if row is None or not scopes.allows(row.scope):
+            break
+        if forward:
+            current = conn.execute(
+                select(table.c.id).where(table.c.supersedes_id == current)
+            ).scalar_one_or_none()
+        else:
+            current = row.supersedes_id
     return tuple(found)

@@ -137,7 +137,9 @@ def _type(value: object) -> str:
 
 
 def _scopes(name: str, value: object) -> tuple[tuple[str, bool], ...]:
-    return tuple(scope_pattern(item) for item in _items(name, value, (str,), _TEXTS))
+    return tuple(
+        pair for item in _items(name, value, (str,), _TEXTS) for pair in scope_pattern(item)
+    )
 
 
 def _kinds(name: str, value: object) -> tuple[str, ...]:
@@ -197,6 +199,7 @@ def _flag(name: str, value: object) -> bool:
 
 TIME_WORDS = "unix seconds or ISO-8601 (a time without a zone is UTC)"
 TIME_HINT = "unix seconds or ISO-8601, e.g. 2026-12-01"
+SCOPE_HINT = "exact, user:ada* (with its sub-scopes) or user:*"
 """The web form's reminder beside a time (`lantern.ui.fields` uses it for every time)."""
 
 SCOPES = Value(
@@ -264,12 +267,13 @@ FILTERS: tuple[Filter, ...] = (
     Filter(
         "scope",
         SCOPES,
-        "Only records of these scopes (any of them); an entry ending in * matches the scopes "
-        "starting with what precedes it (user:*), and \\* at the end a literal star.",
+        "Only records of these scopes (any of them): exact (user:ada), a name and * for that "
+        "scope and those under it (user:ada* admits user:ada/notes, never user:adam), or a "
+        "separator and * for every scope under it (user:*); \\* is a literal star.",
         field="scopes",
         repeatable=True,
         label="Scope",
-        hint="exact, or a prefix ending in * (user:*)",
+        hint=SCOPE_HINT,
     ),
     Filter(
         "kind",

@@ -160,12 +160,13 @@ def was_forgotten(conn: Connection, record_id: str, scopes: ScopePolicy) -> bool
         return conn.execute(stmt.limit(1)).first() is not None
     # A forgotten entry keeps the record's scope (in `before`), and nothing else does.
     return any(
-        (scope := _forgotten_scope(changes)) is not None and scopes.allows(scope)
+        (scope := forgotten_scope(changes)) is not None and scopes.allows(scope)
         for changes in conn.execute(stmt).scalars()
     )
 
 
-def _forgotten_scope(changes: Any) -> str | None:
+def forgotten_scope(changes: Any) -> str | None:
+    """The scope a `forgotten` entry kept (in `before`), if it holds one."""
     before = changes.get("before") if isinstance(changes, Mapping) else None
     scope = before.get("scope") if isinstance(before, Mapping) else None
     return scope if isinstance(scope, str) else None
@@ -173,5 +174,5 @@ def _forgotten_scope(changes: Any) -> str | None:
 
 def forgotten_in(entry: HistoryEntry, scopes: ScopePolicy) -> bool:
     """A `forgotten` entry of a record whose scope `scopes` admits."""
-    scope = _forgotten_scope(entry.changes)
+    scope = forgotten_scope(entry.changes)
     return entry.event == "forgotten" and scope is not None and scopes.allows(scope)

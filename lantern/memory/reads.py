@@ -42,6 +42,7 @@ from lantern.memory.records import (
 from lantern.memory.refs import holding as refs_holding
 from lantern.memory.refs import list_rank, ref_ids_value
 from lantern.memory.rows import SCORE_COLUMN, fetch, require, row_to_record
+from lantern.memory.scopes import UNRESTRICTED
 from lantern.retrieval.modes import (
     KEYWORD_MODES,
     SEARCH_MODES,
@@ -92,16 +93,8 @@ class MemoryReads(MemoryCore):
         """
         with self._store.read() as conn:
             record = require(conn, record_id, self._scopes)
-            replaces = walk(
-                conn, record.supersedes_id, table.c.id, table.c.supersedes_id, self._scopes
-            )
-            replaced_by = walk(
-                conn,
-                successor(conn, record_id, self._scopes),
-                table.c.supersedes_id,
-                table.c.id,
-                self._scopes,
-            )
+            replaces = walk(conn, record.supersedes_id, False, self._scopes)
+            replaced_by = walk(conn, successor(conn, record_id, UNRESTRICTED), True, self._scopes)
         return MemoryChain(record=record, replaces=replaces, replaced_by=replaced_by)
 
     def history(self, record_id: str) -> list[HistoryEntry]:
@@ -147,13 +140,14 @@ class MemoryReads(MemoryCore):
     ) -> Page:
         """Records in the documented order (see LIST_ORDER), filtered by visible fields only.
 
-        `scope` entries ending in `*` match by prefix. `cites` takes references (`TYPE:ID`) and
-        keeps records citing any of them; `entity` takes entities (`KIND:NAME` or an entity
-        id) and keeps records linked to any of them. `after` continues from a page's
-        `next_cursor`.
+        `scope` takes scope patterns (`validation.scope_pattern`). `cites` takes references
+        (`TYPE:ID`) and keeps records citing any of them; `entity` takes entities (`KIND:NAME`
+        or an entity id) and keeps records linked to any of them. `after` continues from a
+        page's `next_cursor`.
 
         Args:
-            scope: Only these scopes: one pattern or several, each exact or a prefix ending in `*`
+            scope: Only these scopes: one pattern or several, each exact (`user:ada`), a name and
+                a star for that scope and those under it (`user:ada*`), or a separator and a star
                 (`user:*`); None, every scope.
             kind: Only these kinds, one or several; None, every kind.
             status: `active`, `archived`, `superseded`, or `all`.
@@ -380,7 +374,8 @@ class MemoryReads(MemoryCore):
             model: The embedding provider of a semantic or hybrid search; None uses
                 LANTERN_EMBED_MODEL, then the store's default, then `minilm`.
             order: `relevance` (by score) or `policy` (the list order among the matches).
-            scope: Only these scopes: one pattern or several, each exact or a prefix ending in `*`
+            scope: Only these scopes: one pattern or several, each exact (`user:ada`), a name and
+                a star for that scope and those under it (`user:ada*`), or a separator and a star
                 (`user:*`); None, every scope.
             kind: Only these kinds, one or several; None, every kind.
             status: `active`, `archived`, `superseded`, or `all`.

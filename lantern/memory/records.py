@@ -17,6 +17,11 @@ from lantern.entities.records import EntityChunk, EntitySummary
 from lantern.retrieval.modes import SearchSummary
 from lantern.validation import JSONObject
 
+OUTSIDE_SCOPES = "(outside the scopes)"
+"""What a confined caller reads where the id of a record outside its scopes would be (a
+`supersedes_id`, a history entry's `superseded_by`, a supersede chain): a record is there,
+beyond the fence, without saying which (docs/json.md, "Records outside the scopes")."""
+
 
 def freeze_refs(refs: list[dict[str, Any]]) -> tuple[Mapping[str, Any], ...]:
     """Source references as read-only mappings, for a frozen record."""

@@ -9,7 +9,8 @@ on these small, hot operations, and callers get frozen records either way.
 
 Every change a method makes to a record is also appended to its history, its search row and its
 reference rows in the same transaction (`lantern.memory.changes`), so that they can never
-disagree with the record.
+disagree with the record. A confined repository shows no id of a record outside its scopes in
+what it returns (`lantern.memory.outside`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from lantern.boundary import checked
 from lantern.memory.activity import MemoryActivity
 from lantern.memory.entities import MemoryEntities
 from lantern.memory.lifecycle import MemoryLifecycle
+from lantern.memory.outside import hiding
 from lantern.memory.reads import MemoryReads
 from lantern.memory.writes import MemoryWrites
 
 __all__ = ["MemoryRepository"]
 
 
+@hiding
 @checked
 class MemoryRepository(MemoryWrites, MemoryEntities, MemoryLifecycle, MemoryReads, MemoryActivity):
     """Adds, revises, retires, forgets, finds, explains and sums up memory records in one store."""

@@ -9,16 +9,18 @@ later) can forget it:
   `expire` and `check_refs` leave out records in other scopes; an id that names such a record
   behaves exactly as an id that names nothing (`NotFound` with the same message), in `get`,
   `chain`, `history`, `update`, `supersede`, `archive`, `restore` and `forget`; supersede
-  chains and error messages stop where a record outside begins, as they stop at a record that
-  does not exist;
+  chains stop where a record outside begins;
 * a write that would create a record in another scope (`add`, or `supersede` into another
   scope) is refused with `PolicyRefused`: there is no record to hide, the caller asked to write
   where it may not;
-* the stored fields of a visible record are shown as they are: a `supersedes_id` may name a
-  record outside, which then looks unknown, like the id of a record that no longer exists.
+* the id of a record outside never reaches the caller (`lantern.memory.outside`): where a
+  visible record's `supersedes_id`, a history entry's `superseded_by` or `supersedes_id`, or a
+  supersede chain names one, the caller reads `OUTSIDE_SCOPES` instead, which says that a
+  record lies beyond the fence without saying which.
 
-Patterns mean what they mean for `memory list --scope`: an exact scope, or a prefix ending in
-`*` (`user:*`), with a final `\\*` matching a literal star; any of them admits a record.
+Patterns are those of `memory list --scope` (`validation.scope_pattern`): an exact scope; a
+prefix ending at a separator and a star (`user:*`); a name and a star (`user:ada*`: that scope
+and those under it, never `user:adam`); `\\*` for a literal star. Any of them admits a record.
 
 This module is imported before the store is opened (the MCP server checks its options first),
 so it leaves SQLAlchemy to `clauses`, which only runs once a query does.
@@ -44,24 +46,28 @@ class ScopePolicy:
     """The scopes a caller may see; no patterns means the whole store."""
 
     patterns: tuple[tuple[str, bool], ...] = ()
-    """`(text, is_prefix)` pairs, as `validation.scope_pattern` reads them."""
+    """`(text, is_prefix)` pairs, as `validation.scope_pattern` reads the patterns."""
+    written: tuple[str, ...] = ()
+    """The patterns as they were given, for messages."""
 
     @classmethod
     def of(cls, patterns: str | Iterable[str] | None) -> ScopePolicy:
         """A policy from `--scope` patterns; none at all leaves the store unrestricted.
 
         Args:
-            patterns: One scope pattern or several, each exact (`user:ada`) or a prefix ending in
-                `*` (`user:*`; `\\*` at the end matches a scope that ends in a star); None leaves
-                the store unrestricted.
+            patterns: One scope pattern or several: exact (`user:ada`), a prefix ending at a
+                separator and a star (`user:*`), or a name and a star (`user:ada*`: that scope
+                and the scopes under it, `user:ada:...` and `user:ada/...`); `\\*` is a
+                literal star. None leaves the store unrestricted.
 
         Raises:
-            InvalidInput: A malformed pattern.
+            InvalidInput: A malformed pattern, or a star before a pattern's end.
         """
         if patterns is None:
             return UNRESTRICTED
         values = [patterns] if isinstance(patterns, str) else list(patterns)
-        return cls(tuple(dict.fromkeys(validation.scope_pattern(value) for value in values)))
+        pairs = [pair for value in values for pair in validation.scope_pattern(value)]
+        return cls(tuple(dict.fromkeys(pairs)), tuple(dict.fromkeys(values)))
 
     @property
     def restricted(self) -> bool:
@@ -110,13 +116,7 @@ class ScopePolicy:
 
     def describe(self) -> str:
         """The patterns as they were given on the command line."""
-        return ", ".join(_pattern_text(text, prefix) for text, prefix in self.patterns)
-
-
-def _pattern_text(text: str, prefix: bool) -> str:
-    if prefix:
-        return text + "*"
-    return text[:-1] + "\\*" if text.endswith("*") else text
+        return ", ".join(self.written)
 
 
 UNRESTRICTED = ScopePolicy()

@@ -256,9 +256,9 @@ def export_jsonl(
     """Write the store (evidence, memories, or both; memories of some scopes) to `out`.
 
     `scope` filters memory records and their history as `memory list --scope` does (exact, or
-    a prefix ending in `*`); evidence has no scope and is written whole when asked for.
+    a pattern ending in `*`); evidence has no scope and is written whole when asked for.
     """
-    scopes = [validation.scope_pattern(value) for value in _as_list(scope)]
+    scopes = [pair for value in _as_list(scope) for pair in validation.scope_pattern(value)]
     written: Counter[str] = Counter()
     with store.read() as conn:
         streaming = conn.execution_options(stream_results=True, yield_per=1_000)

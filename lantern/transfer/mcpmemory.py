@@ -227,7 +227,7 @@ def _located(exc: LanternError, wanted: list[dict[str, Any]], graph: _Graph) -> 
 def export_graph(store: Store, out: IO[bytes], *, scope: str | Iterable[str] | None = None) -> int:
     """Write the graph of the active records (of some scopes) as `memory.jsonl`; the number of
     lines written."""
-    patterns = [validation.scope_pattern(value) for value in _as_list(scope)]
+    patterns = [pair for value in _as_list(scope) for pair in validation.scope_pattern(value)]
     statement = select(memory_records).where(memory_records.c.status == "active")
     with store.read() as conn:
         if patterns:

@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 
 from lantern import __version__
 from lantern.errors import InvalidInput, LanternError, NotFound, PolicyRefused
+from lantern.memory.records import OUTSIDE_SCOPES
 from lantern.ui import evidence_pages, memory_pages, overview_pages, text
 from lantern.ui.fields import Params
 from lantern.ui.security import Gate
@@ -61,7 +62,12 @@ def templates() -> Environment:
         json_value=text.json_value,
         ref_label=text.ref_label,
     )
-    env.globals.update(followable=text.followable, navigation=NAVIGATION, version=__version__)
+    env.globals.update(
+        followable=text.followable,
+        navigation=NAVIGATION,
+        version=__version__,
+        outside_scopes=OUTSIDE_SCOPES,
+    )
     return env
 
 

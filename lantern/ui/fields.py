@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from lantern.errors import InvalidInput
 from lantern.evidence.sourcekinds import KNOWN_SOURCE_KINDS
-from lantern.memory.filterspec import TIME_HINT, Filter, offered
+from lantern.memory.filterspec import SCOPE_HINT, TIME_HINT, Filter, offered
 from lantern.retrieval.modes import DEFAULT_MODE, SEARCH_MODES
 from lantern.validation import HISTORY_EVENTS, SEARCH_ORDERS
 
@@ -76,7 +76,7 @@ MEMORY_SEARCH: tuple[Field, ...] = (
 )
 
 CHANGES_FILTERS: tuple[Field, ...] = (
-    Field("scope", "--scope", "texts", "Scope", hint="exact, or a prefix ending in * (user:*)"),
+    Field("scope", "--scope", "texts", "Scope", hint=SCOPE_HINT),
     Field("event", "--event", "choices", "Event", choices=HISTORY_EVENTS),
     Field("since", "--since", "time", "Since", hint=TIME_HINT),
     Field("before", "--before", "time", "Before", hint=TIME_HINT),

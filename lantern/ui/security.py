@@ -10,9 +10,12 @@ request without it. The token comes in one of three ways:
 * that cookie;
 * `Authorization: Bearer ...`, for scripts that fetch the JSON twins.
 
-Besides the token: only GET and HEAD are answered (nothing here writes), only requests naming
-a loopback host or the host the view was started on (a page elsewhere that points its own name
-at 127.0.0.1 gets nothing), and every response, refusals included, carries a
+Besides the token: only GET and HEAD are answered (nothing here writes), only requests whose
+`Host` is exactly a loopback name or the host the view was started on, with or without a port
+(a page elsewhere that points its own name at 127.0.0.1 gets nothing, and so does
+`localhost:8765@evil.example`), and whose `Origin`, when there is one, names such a host too;
+the redirect that takes the token out of the URL never leaves this server (`same_origin`);
+and every response, refusals included, carries a
 Content-Security-Policy that allows no script at all, no frame, no plugin, no form sent
 elsewhere, and styles and images from the view itself only. Stored text is escaped by the
 templates; this policy is the second wall, should an escape ever be missed.
@@ -28,6 +31,8 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lantern.validation import http_host, http_origin
+
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"
@@ -42,6 +47,7 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"cache-control", b"no-store"),
 )
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+"""Host names as `validation.http_host` reads them (an IPv6 address without brackets)."""
 FORBIDDEN_TEXT = (
     "403 Forbidden: this Lantern view needs the token it printed when it started; "
     "open the URL `lantern ui` printed.\n"
@@ -70,8 +76,11 @@ class Gate:
             await _answer(send, 403, FORBIDDEN_TEXT)
             return
         headers = _headers(scope)
-        if _hostname(headers.get("host", "")) not in self._hosts:
+        if http_host(headers.get("host")) not in self._hosts:
             await _answer(send, 403, "403 Forbidden: unknown host name\n")
+            return
+        if "origin" in headers and http_origin(headers["origin"]) not in self._hosts:
+            await _answer(send, 403, "403 Forbidden: a page of another site sent this request\n")
             return
         if scope["method"] not in ("GET", "HEAD"):
             await _answer(send, 405, "405 Method Not Allowed: this view only reads\n")
@@ -83,8 +92,8 @@ class Gate:
                 await _answer(send, 403, FORBIDDEN_TEXT)
                 return
             kept = urlencode([(name, value) for name, value in query if name != "token"])
-            path = quote(scope.get("root_path", "") + scope["path"])
-            location = path + (f"?{kept}" if kept else "")
+            location = same_origin(scope.get("root_path", "") + scope["path"])
+            location += f"?{kept}" if kept else ""
             cookie = f"{self._cookie}={given[-1]}; HttpOnly; SameSite=Strict; Path=/"
             moved = [(b"location", location.encode("latin-1"))]
             await _answer(send, 303, "", extra=moved, cookie=cookie)
@@ -112,10 +121,12 @@ def _headers(scope: Scope) -> dict[str, str]:
     }
 
 
-def _hostname(host: str) -> str:
-    if host.startswith("["):
-        return host[1:].partition("]")[0].lower()
-    return host.rpartition(":")[0].lower() if host.count(":") == 1 else host.lower()
+def same_origin(path: str) -> str:
+    """`path` as a redirect that stays on this server: percent-encoded (a backslash becomes
+    `%5C`, which no browser reads as a separator) and starting with exactly one slash, so that
+    `//evil.example/x` (decoded from `/%2F%2Fevil.example/x` too) is the path `/evil.example/x`
+    here, never the network path `//evil.example/x`, another site."""
+    return "/" + quote(path, safe="/").lstrip("/")
 
 
 def _bearer(headers: dict[str, str]) -> str | None:

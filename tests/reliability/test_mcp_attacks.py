@@ -288,14 +288,9 @@ def _outside_state(lt: Lantern, policy: ScopePolicy) -> dict[str, Any]:
     return {r.id: (r, len(lt.memory.history(r.id))) for r in records if not policy.allows(r.scope)}
 
 
-# The stored links of a visible record, shown as they are even when they name a record outside
-# (which then looks unknown): its `supersedes_id`, and `superseded_by` in its history.
-LINKS = ("supersedes_id", "superseded_by")
-
-
 def _leaks(value: Any, outside: set[str], policy: ScopePolicy, key: str = "") -> list[str]:
-    """What a result shows of the records outside: their scopes, or their ids anywhere but in
-    the links of a visible record (`LINKS`)."""
+    """What a result shows of the records outside: their scopes, or their ids anywhere (a
+    visible record's links to one read as the placeholder)."""
     found = []
     if isinstance(value, dict):
         if (
@@ -309,7 +304,7 @@ def _leaks(value: Any, outside: set[str], policy: ScopePolicy, key: str = "") ->
     elif isinstance(value, list):
         for item in value:
             found += _leaks(item, outside, policy, key)
-    elif isinstance(value, str) and key not in LINKS:
+    elif isinstance(value, str):
         found += [f"{key}: {record_id}" for record_id in outside if record_id in value]
     return found
 
