@@ -6,7 +6,8 @@ they inside), their entities and the evidence they cite, with supersede chains, 
 expiries and forgets of their own. A caller confined to `user:alice*` then reads each store
 through every surface that confines (the Python API's confined handle, `lantern mcp --scope`
 over stdio, an HTTP token with scopes, `lantern ui --scope`) and through the CLI's `--scope`
-filters, and every read that is not a search must answer byte for byte the same on both.
+filters, and every read, searches in every mode included, must answer byte for byte the same
+on both.
 The ids of the records outside never appear, and the links across the fence read as the
 placeholder on both.
 """
@@ -170,6 +171,7 @@ def stores(
                 seeded = _seed(lt, clock)
                 if url == more:
                     seeded = dataclasses.replace(seeded, extra=_extra(lt, clock, seeded))
+                lt.embed(model="hashing")
         yield plain, more, seeded
 
 
@@ -250,6 +252,45 @@ def test_the_python_api(stores: tuple[str, str, Seeded]) -> None:
     assert {entity["memory_count"] for entity in found["entities"]} <= {1, 2}
     assert found["status"]["size_bytes"] is None and found["status"]["embeddings"] is None
     assert set(found["unknown"]) == {"NotFound: no memory record with id 'ID'"}
+
+
+SEARCHES = ["hunter2pass", "Alice deploys on Fridays", "deploy*", "which note did Bob take"]
+
+
+def test_searches_in_every_mode(stores: tuple[str, str, Seeded]) -> None:
+    """Hits, their order and every number in them (scores, ranks, similarities, the count of
+    records without a vector) are the same whether or not records outside the scopes hold the
+    query's words: relevance statistics are counted within the scopes."""
+
+    def outputs(url: str) -> Any:
+        found: dict[str, Any] = {}
+        with Lantern.open(url, scopes=FENCE) as lt:
+            for query in SEARCHES:
+                for mode in ("keyword", "any", "semantic", "hybrid"):
+                    for order in ("relevance", "policy"):
+                        model = None if mode in ("keyword", "any") else "hashing"
+                        pages = []
+                        after = None
+                        while True:
+                            page = lt.memory.search(
+                                query,
+                                mode=mode,
+                                model=model,
+                                order=order,
+                                status="all",
+                                limit=2,
+                                after=after,
+                            )
+                            summary = None if page.summary is None else page.summary.to_json()
+                            pages.append([[m.to_json(explain=True) for m in page], summary])
+                            if page.next_cursor is None:
+                                break
+                            after = page.next_cursor
+                        found[f"{query} {mode} {order}"] = pages
+        return found
+
+    found = _same(outputs, stores)
+    assert found["hunter2pass keyword relevance"][0][0], "the search finds the record inside"
 
 
 def _mcp_outputs(mcp: McpClient, seeded: Seeded) -> Any:

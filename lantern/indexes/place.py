@@ -25,11 +25,26 @@ ENV_VAR = "LANTERN_INDEXES"
 
 
 def directory(location: StoreLocation) -> Path | None:
-    """The directory of a store's derived indexes; None where a store has none."""
+    """The directory of a store's derived indexes; None where a store has none.
+
+    A store file that cannot be written (immutable, on a read-only mount, not the caller's)
+    gets nothing written beside it either: its searches run in the database."""
     path = location.path
     if path is None or path.name == ":memory:" or os.environ.get(ENV_VAR, "").lower() == "off":
         return None
+    if not _writable(path):
+        return None
     return path.with_name(path.name + ".index")
+
+
+def _writable(path: Path) -> bool:
+    """Whether the store file opens for writing (nothing is written: opening changes neither
+    its bytes nor its times). `os.access` would say yes to root for an immutable file."""
+    try:
+        with open(path, "r+b"):
+            return True
+    except OSError:
+        return False
 
 
 def current(directory: Path, name: str) -> Path | None:
