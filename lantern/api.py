@@ -512,7 +512,13 @@ class Lantern:
         self._whole_store("upgrade")
         if self.store.read_only:
             raise PolicyRefused(f"{self.location.display_url} is open read-only; not upgraded")
-        return migrations.upgrade(self.location, backup=backup)
+        report = migrations.upgrade(self.location, backup=backup)
+        from lantern.indexes import place
+
+        directory = place.directory(self.location)
+        if directory is not None:  # where the next searches build the indexes they use
+            directory.mkdir(mode=0o700, exist_ok=True)
+        return report
 
     def check(self) -> HealthReport:
         """Check the store's health without changing it (`lantern db check`)."""

@@ -96,7 +96,7 @@ def test_forget_leaves_no_trace_of_the_content_in_the_files(
     if not lantern_secure_delete:
         # The control: without Lantern's secure_delete, the same steps leave the text behind,
         # which shows the check below can fail.
-        monkeypatch.setattr(MemoryRepository, "_write", lambda self: self._store.write())
+        monkeypatch.setattr(MemoryRepository, "_write", lambda self, **_: self._store.write())
     with _builds_without_secure_delete(lt):
         secret_id = _store_then_forget(lt)
         assert _found(path), "the secret should be in the files before it is forgotten"

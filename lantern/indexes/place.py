@@ -17,8 +17,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from lantern.store.engine import busy_timeout
 from lantern.store.location import StoreLocation
 
 ENV_VAR = "LANTERN_INDEXES"
@@ -27,24 +31,14 @@ ENV_VAR = "LANTERN_INDEXES"
 def directory(location: StoreLocation) -> Path | None:
     """The directory of a store's derived indexes; None where a store has none.
 
-    A store file that cannot be written (immutable, on a read-only mount, not the caller's)
-    gets nothing written beside it either: its searches run in the database."""
+    The directory is made by a write to the store (`lantern.memory.topk.after_write`), by
+    `db upgrade` and by `db rebuild-index`, never by a search: reading a store that cannot be
+    written (an immutable file) leaves nothing beside it. Nothing here opens the store's file:
+    closing any descriptor of a SQLite file releases every lock the process holds on it."""
     path = location.path
     if path is None or path.name == ":memory:" or os.environ.get(ENV_VAR, "").lower() == "off":
         return None
-    if not _writable(path):
-        return None
     return path.with_name(path.name + ".index")
-
-
-def _writable(path: Path) -> bool:
-    """Whether the store file opens for writing (nothing is written: opening changes neither
-    its bytes nor its times). `os.access` would say yes to root for an immutable file."""
-    try:
-        with open(path, "r+b"):
-            return True
-    except OSError:
-        return False
 
 
 def current(directory: Path, name: str) -> Path | None:
@@ -99,3 +93,34 @@ def _sync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@contextmanager
+def locked(directory: Path, name: str) -> Iterator[bool]:
+    """An exclusive lock on one index's builds, waited for as long as a write to the store
+    would wait (`busy_timeout`); yields False if another process holds it past that. A lock
+    file of its own (`flock`), never the store's file. Without POSIX locks (Windows), builds
+    are not serialised: two at once each publish a whole generation, and the last one stays."""
+    directory.mkdir(mode=0o700, exist_ok=True)
+    if os.name != "posix":
+        yield True
+        return
+    import fcntl
+
+    fd = os.open(directory / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + busy_timeout()
+        delay = 0.002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        yield True
+    finally:
+        os.close(fd)  # lets the lock go, as a killed process's lock goes with it

@@ -50,7 +50,7 @@ import re
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, overload
@@ -61,7 +61,7 @@ from lantern.errors import StoreBusy
 from lantern.indexes import feed, place
 from lantern.indexes.feed import Mark
 from lantern.store import settings
-from lantern.store.engine import Store, busy_timeout
+from lantern.store.engine import Store
 from lantern.store.models import index_feed
 from lantern.store.models import memory_embeddings as table
 from lantern.store.models import memory_records as records
@@ -361,8 +361,8 @@ def ready(store: Store, model: str) -> Snapshot | None:
     read or written here). A small store without an index, or with one that must be rebuilt
     (another store's, cut short), gets a new one here."""
     directory = directory_of(store)
-    if directory is None:
-        return None
+    if directory is None or not directory.is_dir():
+        return None  # only a write or a command creates the directory (`place.directory`)
     name = name_of(model)
     try:
         try:
@@ -423,7 +423,7 @@ def _built_unless_current(store: Store, directory: Path, model: str) -> Snapshot
     """A new generation, unless another process published a good one while this one waited
     for the lock."""
     name = name_of(model)
-    with _locked(directory, name) as held:
+    with place.locked(directory, name) as held:
         if not held:
             return None
         generation = place.current(directory, name)
@@ -441,7 +441,7 @@ def _built_unless_current(store: Store, directory: Path, model: str) -> Snapshot
 
 
 def _catch_up_locked(store: Store, directory: Path, name: str, generation: Path) -> Any:
-    with _locked(directory, name) as held:
+    with place.locked(directory, name) as held:
         if not held:
             return None
         if place.current(directory, name) != generation:
@@ -455,7 +455,7 @@ def _catch_up_locked(store: Store, directory: Path, name: str, generation: Path)
 def build(store: Store, directory: Path, model: str) -> dict[str, Any]:
     """A new generation of the model's index from the store's vectors, published as the
     current one (what `lantern db rebuild-index` runs); its status (`status`)."""
-    with _locked(directory, name_of(model)) as held:
+    with place.locked(directory, name_of(model)) as held:
         if not held:
             raise StoreBusy(
                 f"the vector index of {model} is being written by another process; "
@@ -1006,32 +1006,6 @@ def remove(directory: Path) -> None:
 
 
 # --- locks and files ---------------------------------------------------------------------------
-
-
-@contextmanager
-def _locked(directory: Path, name: str) -> Iterator[bool]:
-    """An exclusive lock on one index, waited for as long as a write to the store would wait
-    (`busy_timeout`); yields False if another process holds it past that."""
-    import fcntl
-
-    directory.mkdir(mode=0o700, exist_ok=True)
-    fd = os.open(directory / f".{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + busy_timeout()
-        delay = 0.002
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
-        yield True
-    finally:
-        os.close(fd)  # lets the lock go, as a killed process's lock goes with it
 
 
 def _sync_directory(directory: Path) -> None:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, Connection, Select, bindparam, func, select
 
+from lantern.errors import StoreBusy
 from lantern.indexes import feed, place
 from lantern.indexes.feed import Mark
 from lantern.retrieval.query import ParsedQuery
@@ -302,7 +303,22 @@ def open_current(store: Store, fence: Fence = WHOLE_STORE) -> WordIndex | None:
 
 
 def build(store: Store, directory: Path, fence: Fence = WHOLE_STORE) -> WordIndex:
-    """A new generation from every record in the fence, published as the current one."""
+    """A new generation from every record in the fence, published as the current one; one
+    build of an index at a time, across processes (`place.locked`).
+
+    Raises:
+        StoreBusy: Another process held the index's build lock past the busy timeout.
+    """
+    with place.locked(directory, fence.name) as held:
+        if not held:
+            raise StoreBusy(
+                f"the word index beside {directory} is being built by another process; "
+                "try again when it is done"
+            )
+        return _build(store, directory, fence)
+
+
+def _build(store: Store, directory: Path, fence: Fence) -> WordIndex:
     import tantivy
 
     path = place.new_generation(directory, fence.name)

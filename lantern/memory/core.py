@@ -51,12 +51,14 @@ class MemoryCore:
         return statement
 
     @contextmanager
-    def _write(self) -> Iterator[Connection]:
+    def _write(self, *, index_after: bool = True) -> Iterator[Connection]:
+        """A write transaction; once it commits, the word index is brought up to date in the
+        background (`topk.after_write`), unless the caller does it itself (`index_after`)."""
         with self._store.write() as conn:
             if conn.dialect.name == "sqlite":
                 driver_of(conn).execute("PRAGMA secure_delete = ON")
             yield conn
-        if conn.dialect.name == "sqlite":
+        if index_after and conn.dialect.name == "sqlite":
             from lantern.memory import topk
 
             topk.after_write(self)

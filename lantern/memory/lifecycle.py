@@ -136,7 +136,7 @@ class MemoryLifecycle(MemoryCore):
             NotFound: No such record within the scopes (or it was forgotten already).
         """
         at = self._store.clock()
-        with self._write() as conn:
+        with self._write(index_after=False) as conn:
             if fetch(conn, record_id, self._scopes) is None and history.was_forgotten(
                 conn, record_id, self._scopes
             ):

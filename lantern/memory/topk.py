@@ -16,12 +16,14 @@ question more slowly.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, select
 
+from lantern.errors import StoreBusy
 from lantern.indexes import place
 from lantern.memory.core import MemoryCore
 from lantern.memory.cursor import ListKey, list_key
@@ -30,7 +32,6 @@ from lantern.memory.records import MemoryRecord
 from lantern.memory.rows import row_to_record
 from lantern.retrieval.query import ParsedQuery
 from lantern.store.dialect import from_id_list, id_list_value
-from lantern.store.engine import Store
 from lantern.store.models import memory_records as table
 
 if TYPE_CHECKING:
@@ -48,19 +49,25 @@ _declined: set[str] = set()
 _lock = threading.RLock()
 
 
-def ready_index(core: MemoryCore) -> tuple[WordIndex, tantivy.Searcher] | None:
+def ready_index(
+    core: MemoryCore, *, after_write: bool = False
+) -> tuple[WordIndex, tantivy.Searcher] | None:
     """The word index for this repository's scopes caught up to now, with a searcher on it;
     None to search in the database instead.
 
     An unconfined repository searches the whole store's index, built here while the store is
     small (see `words.AUTO_BUILD_UP_TO`). A confined one searches the index of its scopes'
     records alone (`words.Fence`), built here whatever its size: its relevance statistics must
-    not count what lies outside its scopes."""
+    not count what lies outside its scopes.
+
+    Only a write (`after_write`), `db rebuild-index` or `db upgrade` creates the directory the
+    indexes live in: a search of a store that has none runs in the database, so that reading
+    a store that cannot be written (an immutable file) leaves nothing beside it."""
     store = core._store
     if store.dialect != "sqlite":
         return None
     directory = place.directory(store.location)
-    if directory is None:
+    if directory is None or not (after_write or directory.is_dir()):
         return None
     from lantern.indexes import words
 
@@ -80,8 +87,8 @@ def ready_index(core: MemoryCore) -> tuple[WordIndex, tantivy.Searcher] | None:
         if searcher is words.STALE:
             index = _remember(words.build(store, directory, fence))
             searcher = index.searcher()
-    except (OSError, ValueError):
-        return None  # an index that cannot be read or written here: the database answers
+    except (OSError, ValueError, StoreBusy):
+        return None  # an index that cannot be read or written now: the database answers
     if searcher is None:
         return None
     return index, searcher
@@ -159,32 +166,40 @@ class Ranking:
 
 
 def after_write(core: MemoryCore) -> None:
-    """Catch the store's word index up in the background after a committed write, so that
-    the next search finds it current: a tantivy commit costs tens of milliseconds (it syncs
-    every new file), which an agent's next turn usually hides. A search that comes first
-    waits for it (the writer lock) or catches up itself; a process that ends first finishes
-    it (the thread is not a daemon), and one killed leaves the index behind, never wrong."""
-    index = _current(core, _fence(core))
-    if index is None:
-        return
+    """Bring the word index of this repository's scopes up to date in the background after a
+    committed write, so that the next search finds it current: a tantivy commit costs tens of
+    milliseconds (it syncs every new file), which an agent's next turn usually hides. A store
+    without an index gets one here while it is small (`ready_index`), so that a store filled
+    before its first search is indexed from the start. A search that comes first waits for it
+    (the writer lock) or catches up itself; a process that ends first finishes it (the thread
+    is not a daemon), and one killed leaves the index behind, never wrong."""
     store = core._store
-    key = (id(store), index.fence.name)
+    directory = place.directory(store.location)
+    if directory is None:
+        return
+    from lantern.indexes import words
+
+    with contextlib.suppress(OSError):  # the vector index needs it too, tantivy or not
+        directory.mkdir(mode=0o700, exist_ok=True)
+    fence = _fence(core)
+    if not words.available() or (not fence.patterns and str(directory) in _declined):
+        return
+    key = (id(store), fence.name)
     with _lock:
         worker = _workers.get(key)
         if worker is not None and worker.request():
             return
-        worker = _workers[key] = _CatchUp(index, store, key)
+        worker = _workers[key] = _CatchUp(core, key)
     store.before_close(worker.finish)
     worker.start()
 
 
 class _CatchUp(threading.Thread):
-    """Catches one store's index up until no write has asked for it since it began."""
+    """Brings one index up to date until no write has asked for it since it began."""
 
-    def __init__(self, index: WordIndex, store: Store, key: tuple[int, str]) -> None:
+    def __init__(self, core: MemoryCore, key: tuple[int, str]) -> None:
         super().__init__(name="lantern-word-index", daemon=False)
-        self._index = index
-        self._store = store
+        self._core = core
         self._key = key
         self._again = True
         self._done = False
@@ -206,7 +221,7 @@ class _CatchUp(threading.Thread):
                     return
                 self._again = False
             try:
-                self._index.ready(self._store)
+                ready_index(self._core, after_write=True)
             except Exception:
                 with _lock:
                     self._done = True
@@ -240,7 +255,7 @@ def rebuild_after_forget(core: MemoryCore) -> None:
             _remember(words.build(store, directory, index.fence))
         if not opened and place.current(directory, words.NAME) is not None:
             _remember(words.build(store, directory))
-    except (OSError, ValueError):
+    except (OSError, ValueError, StoreBusy):
         return
 
 
