@@ -517,7 +517,7 @@ class Lantern:
 
         directory = place.directory(self.location)
         if directory is not None:  # where the next searches build the indexes they use
-            directory.mkdir(mode=0o700, exist_ok=True)
+            place.make(directory)
         return report
 
     def check(self) -> HealthReport:

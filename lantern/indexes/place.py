@@ -41,6 +41,25 @@ def directory(location: StoreLocation) -> Path | None:
     return path.with_name(path.name + ".index")
 
 
+CACHE_TAG = "CACHEDIR.TAG"
+_CACHE_TAG_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# Lantern's search indexes, derived from the store beside this directory and rebuilt\n"
+    "# from it by `lantern db rebuild-index`. See https://bford.info/cachedir/\n"
+)
+
+
+def make(directory: Path) -> None:
+    """Create the directory (owner-only), tagged as a cache (`CACHEDIR.TAG`): backup tools
+    that honour the tag skip derived data, and `lantern ingest` never reads it as evidence."""
+    directory.mkdir(mode=0o700, exist_ok=True)
+    tag = directory / CACHE_TAG
+    if not tag.exists():
+        fd = os.open(tag, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(fd, "w", encoding="ascii") as handle:
+            handle.write(_CACHE_TAG_TEXT)
+
+
 def current(directory: Path, name: str) -> Path | None:
     """The generation the pointer names, if it is there."""
     try:
@@ -53,15 +72,25 @@ def current(directory: Path, name: str) -> Path | None:
 
 def new_generation(directory: Path, name: str) -> Path:
     """An empty directory for a generation being built (owner-only)."""
-    directory.mkdir(mode=0o700, exist_ok=True)
+    make(directory)
     return Path(tempfile.mkdtemp(prefix=f"{name}.", dir=directory))
+
+
+def owner_only(generation: Path) -> None:
+    """Make a generation's files readable by their owner alone, as the store's file is: they
+    hold its words (tantivy creates its files by the process's umask)."""
+    for entry in generation.iterdir():
+        if entry.is_file() and entry.stat().st_mode & 0o077:
+            entry.chmod(0o600)
 
 
 def publish(directory: Path, name: str, generation: Path) -> None:
     """Make `generation` the current one, then remove the others of this name."""
     pointer = directory / f"{name}.current"
     staged = directory / f".{name}.current.new"
-    with open(staged, "w", encoding="utf-8") as handle:
+    owner_only(generation)
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding="utf-8") as handle:
         handle.write(generation.name)
         handle.flush()
         os.fsync(handle.fileno())
@@ -101,7 +130,7 @@ def locked(directory: Path, name: str) -> Iterator[bool]:
     would wait (`busy_timeout`); yields False if another process holds it past that. A lock
     file of its own (`flock`), never the store's file. Without POSIX locks (Windows), builds
     are not serialised: two at once each publish a whole generation, and the last one stays."""
-    directory.mkdir(mode=0o700, exist_ok=True)
+    make(directory)
     if os.name != "posix":
         yield True
         return

@@ -387,8 +387,10 @@ def _add_rows(writer: tantivy.IndexWriter, rows: Iterable[Sequence[Any]]) -> Non
 
 
 def _write_mark(path: Path, mark: Mark) -> None:
+    place.owner_only(path)  # the files of the commit before it
     staged = path / f".{MARK_FILE}.new"
-    with open(staged, "w", encoding="utf-8") as handle:
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(fd, "w", encoding="utf-8") as handle:
         json.dump({"seq": mark.seq, "anchor": mark.anchor}, handle)
         handle.flush()
         os.fsync(handle.fileno())

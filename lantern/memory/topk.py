@@ -180,7 +180,7 @@ def after_write(core: MemoryCore) -> None:
     from lantern.indexes import words
 
     with contextlib.suppress(OSError):  # the vector index needs it too, tantivy or not
-        directory.mkdir(mode=0o700, exist_ok=True)
+        place.make(directory)
     fence = _fence(core)
     if not words.available() or (not fence.patterns and str(directory) in _declined):
         return

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import Callable, Iterator
@@ -219,7 +220,8 @@ def test_a_full_disk_fails_cleanly_and_the_retry_succeeds(
                 outcomes.append(f"{name}: exit 6 ({said[7:80]}...), retried ok")
                 for path in space.root.iterdir():
                     if path.name.startswith((f"{name}-{slack}.db",)):
-                        path.unlink()
+                        # The store's files, and the directory of its derived indexes.
+                        shutil.rmtree(path) if path.is_dir() else path.unlink()
     figures(
         f"{kind}, {len(slacks)} fill level(s) x {len(scenarios)} commands: "
         f"{sum('exit 6' in o for o in outcomes)} failed with exit 6 leaving the store healthy "
