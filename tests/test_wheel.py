@@ -52,7 +52,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for line in zipfile.ZipFile(wheel).read(core).decode().splitlines()
         if line.startswith("Provides-Extra:")
     }
-    assert extras == {"all", "embed", "mcp", "postgres", "ui"}
+    assert extras == {"all", "embed", "index", "langgraph", "mcp", "postgres", "ui"}
     venv = work / "venv"
     created = _run(sys.executable, "-m", "venv", venv, cwd=work)
     assert created.returncode == 0, created.stderr
