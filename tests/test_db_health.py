@@ -33,14 +33,19 @@ NOT_BUILT = {
     "word_index": "no word index beside this store: its searches run in the database",
     "vector_index": "no vector index beside this store: semantic searches read the vectors",
 }
-HEALTHY_CHECKS = [
-    {"name": name, "status": "skipped", "problems": [NOT_BUILT[name]]}
-    if name in NOT_BUILT
-    else {"name": name, "status": "ok", "problems": []}
-    for name in CHECKS
-]
-"""A healthy store that no search has given indexes yet (`test_word_index.py` and
-`test_vector_index.py` check those that have)."""
+
+
+def _healthy_checks(store_url: str) -> list[dict[str, object]]:
+    """A healthy store's checks: a SQLite store's writes built its word index; it has no
+    vectors, so no vector index; PostgreSQL has neither (`test_word_index.py` and
+    `test_vector_index.py` check the indexes themselves)."""
+    built = {"word_index"} if "://" not in store_url else set()
+    return [
+        {"name": name, "status": "skipped", "problems": [NOT_BUILT[name]]}
+        if name in NOT_BUILT and name not in built
+        else {"name": name, "status": "ok", "problems": []}
+        for name in CHECKS
+    ]
 
 
 def _check(run_cli: CliRun) -> tuple[int, dict[str, object], str]:
@@ -69,7 +74,7 @@ def test_a_healthy_store_checks_ok_with_the_documented_json(
         "path": None if path is None else str(path),
         "revision": migrations.HEAD,
         "healthy": True,
-        "checks": HEALTHY_CHECKS,
+        "checks": _healthy_checks(store_url),
     }
     text = run_cli("db", "check")
     assert text.exit_code == 0
@@ -219,7 +224,7 @@ def test_a_superseded_record_checks_clean(run_cli: CliRun, store_url: str) -> No
     assert replaced.exit_code == 0, replaced.stderr
     code, report, stderr = _check(run_cli)
     assert (code, _failed(report), stderr) == (0, {}, "")
-    assert report["checks"] == HEALTHY_CHECKS
+    assert report["checks"] == _healthy_checks(store_url)
 
 
 def _damage_without_foreign_keys(store_url: str, *statements: str) -> None:

@@ -165,9 +165,13 @@ def test_transactions_in_turn_reuse_one_connection_of_each_kind(db_path: Path) -
 
 
 def test_a_store_dropped_without_close_releases_its_connections(db_path: Path) -> None:
+    from lantern.memory import topk
+
     lt = Lantern.open(db_path)
     _busy_threads(lt, threads=2, calls=5)
     del lt
+    for worker in list(topk._workers.values()):  # the catch-ups the writes started
+        worker.join()
     gc.collect()
     assert _no_other_connection(db_path)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -199,7 +200,9 @@ class _CatchUp(threading.Thread):
 
     def __init__(self, core: MemoryCore, key: tuple[int, str]) -> None:
         super().__init__(name="lantern-word-index", daemon=False)
-        self._core = core
+        # Weakly: a store its caller dropped without closing it is let go, and its index
+        # caught up by the next search instead.
+        self._core = weakref.ref(core)
         self._key = key
         self._again = True
         self._done = False
@@ -220,8 +223,10 @@ class _CatchUp(threading.Thread):
                     _workers.pop(self._key, None)
                     return
                 self._again = False
+            core = self._core()
             try:
-                ready_index(self._core, after_write=True)
+                if core is not None:
+                    ready_index(core, after_write=True)
             except Exception:
                 with _lock:
                     self._done = True
