@@ -53,9 +53,9 @@ ANALYZER = "lantern_words"
 MARK_FILE = "mark.json"
 """The feed mark of a generation, beside its tantivy files."""
 AUTO_BUILD_UP_TO = 50_000
-"""A store with at most this many records gets its index on its first search (about a second
-at most); a larger one keeps searching inside the database until `lantern db rebuild-index`
-builds it, so that no search pays minutes unannounced."""
+"""A store with at most this many records gets its index from its writes or a confined
+caller's search (about a second at most); a larger one keeps searching inside the database
+until `lantern db rebuild-index` builds it, so that nothing pays minutes unannounced."""
 MAX_EXPANSION = 64
 """Words a `prefix*` is expanded to and scored by; beyond, it matches with a constant score."""
 _CATCH_UP_HEAP = 32_000_000
