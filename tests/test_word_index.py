@@ -425,3 +425,23 @@ def test_a_confined_callers_results_do_not_depend_on_other_scopes(
     after = {q: _confined_view(db_path, q, mode, order) for q in queries}
     assert after == before
     assert '"hunter2pass' not in before["ledger lamp"]
+
+
+def test_a_word_held_by_more_records_than_remain_weighs_nothing_and_breaks_nothing(
+    store: Lantern,
+) -> None:
+    """tantivy counts the records holding a word with its deleted documents until they merge:
+    after records are archived and restored (each a delete and an add), a word may be held by
+    more documents than the index has live, and its weight must still be a number."""
+    from lantern.indexes.words import _fts5_weight, _own_weight
+
+    assert _fts5_weight(10, 25) == 1e-6
+    assert _own_weight(10, 25) > 0
+    added = store.memory.add_many([{"kind": "fact", "content": f"okapi {i}"} for i in range(5)])
+    rows = [record for record, _created in added]
+    for _ in range(3):
+        for record in rows:
+            store.memory.archive(record.id)
+            store.memory.restore(record.id)
+        _settle()
+        assert len(store.memory.search("okapi", mode="keyword")) == 5

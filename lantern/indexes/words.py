@@ -494,12 +494,14 @@ def _phrase_query(
 def _fts5_weight(total: int, holding: int) -> float:
     import math
 
+    total = max(total, holding)  # deleted documents count in `holding` until they merge
     return max(math.log((total - holding + 0.5) / (holding + 0.5)), 1e-6)
 
 
 def _own_weight(total: int, holding: int) -> float:
     import math
 
+    total = max(total, holding)
     return math.log(1 + (total - holding + 0.5) / (holding + 0.5))
 
 
