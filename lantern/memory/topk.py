@@ -178,8 +178,10 @@ def after_write(core: MemoryCore) -> None:
     directory = place.directory(store.location)
     if directory is None:
         return
-    from lantern.indexes import words
+    from lantern.indexes import vectors, words
 
+    if not (words.available() or vectors.available()):
+        return  # nothing could be kept there: no directory beside the store either
     with contextlib.suppress(OSError):  # the vector index needs it too, tantivy or not
         place.make(directory)
     fence = _fence(core)
