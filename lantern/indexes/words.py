@@ -250,7 +250,7 @@ class WordIndex:
                     return STALE  # a record left the store: its words must leave the disk
                 rows = _rows_of(conn, changed, _ROWS.where(*self.fence.where))
                 searcher = self.searcher()
-                held = [rid for rid in changed if self.holds(searcher, rid)]
+                held = self.held(searcher, changed)
                 if rows or held:  # nothing of the fence changed: the index stays as it is
                     for record_id in held:
                         writer.delete_documents_by_term("id", record_id)
@@ -263,6 +263,16 @@ class WordIndex:
             if writer is not None:
                 writer.rollback()
         return True
+
+    def held(self, searcher: tantivy.Searcher, record_ids: list[str]) -> list[str]:
+        """Those of `record_ids` the index holds a document of (one query for them all)."""
+        found: list[str] = []
+        for start in range(0, len(record_ids), _BATCH):
+            part = record_ids[start : start + _BATCH]
+            query = _any_term(self._schema, "id", part)
+            hits = searcher.search(query, len(part), count=False).hits
+            found += [_id_of(searcher, address) for _score, address in hits]
+        return found
 
     def holds(
         self,
