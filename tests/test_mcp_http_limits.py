@@ -360,7 +360,9 @@ def test_closed_sessions_leave_nothing_behind(store: str, tmp_path: Path) -> Non
 
     token_file = tmp_path / "tokens.json"
     secret, _ = tokens.add(token_file, "one")
-    limits = Limits(sessions_per_token=20, session_idle_minutes=1 / 60)  # one second
+    # Three seconds: long enough that twenty sessions open before the first expires on a
+    # loaded machine, short enough to wait for.
+    limits = Limits(sessions_per_token=20, session_idle_minutes=3 / 60)
     handle = StoreHandle(open_store(store, scopes=UNRESTRICTED, read_only=True), Access())
     server = build_server(handle)
     app = build_app(
