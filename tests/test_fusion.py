@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from lantern.retrieval.fusion import CLEAR_LEAD, DEPTH, SEMANTIC_WEIGHT, fuse, order_key
+from lantern.retrieval.fusion import CLEAR_LEAD, DEPTH, SEMANTIC_WEIGHT, Fused, fuse, order_key
 
 
-def _keys(fused: list) -> list[object]:
+def _keys(fused: list[Fused]) -> list[object]:
     return [item.key for item in fused]
 
 
