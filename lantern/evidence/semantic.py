@@ -8,7 +8,8 @@ similarity are broken by chunk id, as in keyword search.
 * `semantic`: the chunks nearest to the query, with their similarity as score. The snippet is
   the start of what the chunk is searched by (a transcript's decoded turns), with no marks.
 * `hybrid`: `lantern.retrieval.fusion` over the `any` ranking and the first `DEPTH` of the
-  semantic ranking; the chunks the `any` ranking finds beyond the fused ones follow with score
+  semantic ranking, each keyword candidate with its own similarity (read from the vectors
+  already loaded); the chunks the `any` ranking finds beyond the fused ones follow with score
   0, in their keyword order. A hit the keyword side found keeps its marked snippet.
 """
 
