@@ -289,7 +289,10 @@ def similarities(
     `scores` computes it, so that an item has the same similarity here as in `nearest`."""
     import numpy as np
 
-    rows = {item: row for item in ids if (row := loaded.row_of(item)) is not None}
+    if isinstance(loaded.ids, IdColumn):
+        rows = loaded.ids.rows_of(ids)
+    else:
+        rows = {item: row for item in ids if (row := loaded.row_of(item)) is not None}
     if not rows or query.shape[0] != loaded.dim:
         return {}
     picked = loaded.matrix[np.fromiter(rows.values(), dtype=np.int64, count=len(rows))]
