@@ -37,7 +37,8 @@ no part in the choice (--half report, 112 questions), with all-MiniLM-L6-v2 (int
 On the held-out half, hybrid puts the answer first one question less often than semantic (66
 against 67 of 112) and finds it within five more often than either. Near the chosen values the
 tune half moves by a question or two: weights 0.85-0.9 and leads 0.5-0.65 tie within one, depth
-10 costs one. These are measured choices on one small data set, not laws (docs/search.md).
+10 costs one. These are measured choices on one small data set, not laws (docs/search.md), and
+measured on SQLite: PostgreSQL's `ts_rank_cd` spreads its keyword scores otherwise.
 
 Ties (equal fused scores) are broken by the keyword rank, then the semantic rank (a missing
 rank last): a total order, since no two items share a rank.
