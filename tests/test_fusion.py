@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from lantern.retrieval.fusion import CLEAR_LEAD, DEPTH, SEMANTIC_WEIGHT, Fused, fuse, order_key
+from lantern.retrieval.fusion import (
+    CLEAR_LEAD,
+    DEPTH,
+    SEMANTIC_WEIGHT,
+    Fused,
+    fuse,
+    lead_for,
+    order_key,
+)
 
 
 def _keys(fused: list[Fused]) -> list[object]:
@@ -34,6 +42,15 @@ def test_a_keyword_first_place_clear_of_the_second_comes_first() -> None:
     assert _keys(close)[0] == "s" and all(item.score <= 1 for item in close)
     # A keyword ranking of one match is a clear lead too.
     assert _keys(fuse([("a", 1.0)], semantic))[0] == "a"
+    # Without the rule (PostgreSQL's ts_rank_cd), the fused scores alone decide.
+    unruled = fuse([("a", 10.0), ("b", 1.0)], semantic, lead=None)
+    assert _keys(unruled)[0] == "s" and all(item.score <= 1 for item in unruled)
+
+
+def test_the_clear_lead_rule_holds_for_bm25_scores_only() -> None:
+    assert lead_for("sqlite") == CLEAR_LEAD
+    assert lead_for("postgresql") is None
+    assert lead_for("postgresql", word_index=True) == CLEAR_LEAD
 
 
 def test_a_missing_or_negative_similarity_counts_nothing() -> None:

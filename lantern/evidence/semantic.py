@@ -24,7 +24,7 @@ from sqlalchemy import Select, bindparam, exists, func, select
 from lantern.evidence.chunkvectors import SEARCHABLE
 from lantern.evidence.records import SearchHit
 from lantern.evidence.search import ELLIPSIS, SNIPPET_TOKENS, SearchFilters, search_chunks
-from lantern.retrieval.fusion import DEPTH, fuse
+from lantern.retrieval.fusion import DEPTH, fuse, lead_for
 from lantern.retrieval.modes import SearchMode
 from lantern.retrieval.query import ParsedQuery
 from lantern.semantic import index
@@ -71,6 +71,7 @@ def search_by_meaning(
         [(hit.chunk_id, hit.score) for hit in keyword],
         [(row[0], similarity) for row, similarity in nearest],
         searcher.similarities(others),
+        lead=lead_for(store.dialect),
     )
     hits = []
     for item in fused[:limit]:

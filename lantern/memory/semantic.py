@@ -41,7 +41,7 @@ from lantern.memory.cursor import (
 from lantern.memory.filters import Conditions, MemoryFilter
 from lantern.memory.records import MemoryMatch, MemoryRecord, Page
 from lantern.memory.rows import SCORE_COLUMN, row_to_record
-from lantern.retrieval.fusion import DEPTH, Fused, fuse
+from lantern.retrieval.fusion import DEPTH, Fused, fuse, lead_for
 from lantern.retrieval.modes import SearchMode, SearchSummary
 from lantern.retrieval.query import ParsedQuery
 from lantern.semantic import index
@@ -83,6 +83,8 @@ class SemanticSearch:
         self._dialect = core._store.dialect
         self._loaded: index.Loaded | None = None
         self._vector: NDArray[np.float32] | None = None
+        self._word_index = False
+        """Whether the keyword ranking came from the word index (BM25 on every engine)."""
 
     # --- the two modes -------------------------------------------------------------------
 
@@ -161,6 +163,7 @@ class SemanticSearch:
             [(record.id, score) for record, score in keyword],
             [(record.id, similarity) for record, similarity in nearest],
             similarities,
+            lead=lead_for(self._dialect, word_index=self._word_index),
         )
 
     def _hybrid_policy(self) -> Page:
@@ -245,6 +248,7 @@ class SemanticSearch:
         """The first `depth` records of the `any` ranking, with their scores."""
         request = self._request
         if (ready := topk.ready_index(self._core)) is not None:
+            self._word_index = True
             ranking = topk.Ranking(
                 self._core, ready, self._any_query(), request.filters, request.conditions
             )
