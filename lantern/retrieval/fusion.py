@@ -12,10 +12,9 @@ not place it within the depth (the caller computes it from the stored vector); i
 score is 0 where the keyword ranking does not hold it. A negative cosine counts as 0.
 
 One exception, for BM25 scores (`lead_for`), puts the keyword ranking's first place first:
-when its keyword score is clear of
-the second's (the second below `CLEAR_LEAD` times the first, or no second at all), the query
-holds words that single it out, as an identifier, a name or a rare term does. Its score is then
-1 plus its fused score, the only scores of 1 or more.
+when its keyword score is clear of the second's (the second below `CLEAR_LEAD` times the first,
+or no second at all), the query holds words that single it out, as an identifier, a name or a
+rare term does. Its score is then 1 plus its fused score, the only scores of 1 or more.
 
 Why not reciprocal rank fusion, which Lantern used before: places alone throw away how far
 ahead a first place is. On the recall data set, it put the answer first less often than
