@@ -737,3 +737,17 @@ def test_a_vector_scores_the_same_wherever_its_row_lies() -> None:
     with_dead = np.vstack([np.zeros((3, 256), np.float32), matrix])
     scored = index.scores(loaded(with_dead, dead=np.arange(3, dtype=np.int64)), query)
     assert np.isneginf(scored[:3]).all() and np.array_equal(scored[3:], whole)
+
+
+def test_the_rows_of_several_ids_are_those_row_of_finds_one_by_one() -> None:
+    # Ids of several lengths (the column pads them), one replaced (its newer row is the live
+    # one), one whose only row is dead, one longer than the column, one absent.
+    raw = [b"mem_a", b"mem_bb", b"mem_a", b"chk_ccc", b"mem_bb", b"mem_0123456789ab", b"dead"]
+    alive = np.array([True, False, True, True, True, True, False])
+    column = vectors.IdColumn(np.array(raw), alive)
+    asked = ["mem_a", "mem_bb", "chk_ccc", "mem_0123456789ab", "dead", "mem_0123456789abc", "x", ""]
+    expected = {item: row for item in asked if (row := column.row_of(item)) is not None}
+    assert expected == {"mem_a": 2, "mem_bb": 4, "chk_ccc": 3, "mem_0123456789ab": 5}
+    assert column.rows_of(asked) == expected
+    assert column.rows_of(asked) == expected  # the fold, kept, gives the same
+    assert vectors.IdColumn(np.array([], dtype="S4"), None).rows_of(["a"]) == {}

@@ -2,7 +2,7 @@
 
     python bench/recall/run.py                       # every mode, and the default
     python bench/recall/run.py --mode keyword --mode any --target-size 2000
-    python bench/recall/run.py --fusion-depths 5,10,20,30,50   # hybrid's depth, swept
+    python bench/recall/run.py --half tune --fusion-weights 0.7,0.8,0.9   # hybrid's rule, swept
     python bench/recall/run.py --json recall.json    # also write the figures as JSON
 
 It builds a store from the data set in a temporary directory (`dataset.open_dataset`), computes
@@ -15,9 +15,16 @@ reciprocal rank is 1/rank, 0 when the answer is not in them; hit@k is the share 
 answered within the first k. The figures are printed overall, per category (paraphrase,
 mixed, identifier) and per target (chunk, record).
 
-`--fusion-depths` measures hybrid at other depths than Lantern's (`lantern.retrieval.fusion`):
-it fuses, with the same `fuse` function, the `any` and `semantic` rankings the API returns,
-each cut at the depth, and prints hit@1, hit@5 and MRR per depth.
+`--half tune` or `--half report` asks only one half of the questions: a question is in the tune
+half when the first byte of the SHA-256 of its id is even, in the report half otherwise (110
+and 112 of the 222). The fusion rule of `hybrid` is chosen on the tune half; the report half,
+which had no part in the choice, says how well it holds.
+
+`--fusion-depths`, `--fusion-weights` and `--fusion-leads` measure hybrid with other settings
+than Lantern's (`lantern.retrieval.fusion`: DEPTH, SEMANTIC_WEIGHT, CLEAR_LEAD): it fuses, with
+the same `fuse` function, the `any` ranking (with its scores) and the `semantic` ranking (with
+every similarity) the API returns, for every combination of the values given (Lantern's for
+those not given), and prints hit@1, hit@5 and MRR for each.
 
 The modes are Lantern's own (`lantern.retrieval.modes.SEARCH_MODES`): a mode Lantern gains is
 measured by naming it, with no change here.
@@ -26,6 +33,7 @@ measured by naming it, with no change here.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
@@ -42,14 +50,21 @@ from recall import dataset
 from recall.dataset import CATEGORIES, DATA, DatasetError, ResolvedQuestion
 
 from lantern import Lantern
+from lantern.retrieval.fusion import CLEAR_LEAD, SEMANTIC_WEIGHT, fuse
 from lantern.retrieval.fusion import DEPTH as FUSION_DEPTH
-from lantern.retrieval.fusion import fuse
 from lantern.retrieval.modes import SEARCH_MODES
 
 DEPTH = 20
 DEFAULT = "default"
 """A search that names no mode."""
 TARGETS = ("chunk", "record")
+HALVES = ("tune", "report")
+
+
+def half_of(question_id: str) -> str:
+    """The half a question belongs to: by its id alone, so that it never changes as questions
+    are added."""
+    return HALVES[hashlib.sha256(question_id.encode()).digest()[0] % 2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,14 +79,22 @@ class Scores:
     mrr: float
 
 
-def ranking(lt: Lantern, item: ResolvedQuestion, mode: str | None, depth: int) -> list[str]:
-    """The ids of the first `depth` results of the question in `mode` (None: the default)."""
+def scored(
+    lt: Lantern, item: ResolvedQuestion, mode: str | None, depth: int
+) -> list[tuple[str, float]]:
+    """The ids of the first `depth` results of the question in `mode` (None: the default),
+    each with its score (in `semantic`, its similarity)."""
     question = item.question
     if question.target == "chunk":
         hits = lt.evidence.search(question.text, mode=mode, limit=depth)
-        return [hit.chunk_id for hit in hits]
+        return [(hit.chunk_id, hit.score) for hit in hits]
     matches = lt.memory.search(question.text, mode=mode, limit=depth)
-    return [match.record.id for match in matches]
+    return [(match.record.id, match.score) for match in matches]
+
+
+def ranking(lt: Lantern, item: ResolvedQuestion, mode: str | None, depth: int) -> list[str]:
+    """The ids of the first `depth` results of the question in `mode` (None: the default)."""
+    return [key for key, _score in scored(lt, item, mode, depth)]
 
 
 def rank_of(lt: Lantern, item: ResolvedQuestion, mode: str, depth: int) -> int | None:
@@ -80,30 +103,49 @@ def rank_of(lt: Lantern, item: ResolvedQuestion, mode: str, depth: int) -> int |
     return found.index(item.target_id) + 1 if item.target_id in found else None
 
 
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One combination of the fusion rule's settings."""
+
+    depth: int
+    weight: float
+    lead: float
+
+    @property
+    def name(self) -> str:
+        return f"d{self.depth} w{self.weight:g} l{self.lead:g}"
+
+
 def fusion_sweep(
-    lt: Lantern, questions: Sequence[ResolvedQuestion], depths: Sequence[int], depth: int
+    lt: Lantern,
+    questions: Sequence[ResolvedQuestion],
+    settings: Sequence[Setting],
+    depth: int,
+    everything: int,
 ) -> list[Scores]:
-    """Hybrid at each fusion depth: the API's `any` and `semantic` rankings fused by
-    `lantern.retrieval.fusion.fuse`, each cut at the fusion depth (overall figures)."""
-    deepest = max(*depths, depth)
+    """Hybrid with each setting: the API's `any` ranking (with its scores) and `semantic`
+    ranking (all `everything` items, with their similarities) fused by
+    `lantern.retrieval.fusion.fuse` (overall figures)."""
+    deepest = max(depth, *(setting.depth for setting in settings))
     rankings = [
-        (
-            item,
-            ranking(lt, item, "any", deepest),
-            ranking(lt, item, "semantic", deepest),
-        )
+        (item, scored(lt, item, "any", deepest), scored(lt, item, "semantic", everything))
         for item in questions
     ]
     results = []
-    for fusion_depth in depths:
+    for setting in settings:
         ranks: list[int | None] = []
         for item, keyword, semantic in rankings:
-            fused = [
-                str(entry.key)
-                for entry in fuse(keyword, [(key, 0.0) for key in semantic], depth=fusion_depth)
-            ][:depth]
-            ranks.append(fused.index(item.target_id) + 1 if item.target_id in fused else None)
-        results.append(scores(f"hybrid@{fusion_depth}", "all", ranks))
+            fused = fuse(
+                keyword,
+                semantic,
+                dict(semantic),
+                depth=setting.depth,
+                weight=setting.weight,
+                lead=setting.lead,
+            )
+            found = [str(entry.key) for entry in fused][:depth]
+            ranks.append(found.index(item.target_id) + 1 if item.target_id in found else None)
+        results.append(scores(setting.name, "all", ranks))
     return results
 
 
@@ -136,12 +178,25 @@ def measure(
     return [scores(mode, name, ranks) for name, ranks in by_group.items() if ranks]
 
 
-def render(results: Sequence[Scores]) -> str:
-    header = f"{'mode':<10} {'questions':<12} {'n':>4} {'hit@1':>7} {'hit@5':>7} {'MRR':>7}"
+def sweep_settings(depths: str | None, weights: str | None, leads: str | None) -> list[Setting]:
+    """Every combination of the values given, Lantern's own for a setting not given; none when
+    no value is given at all."""
+    if depths is None and weights is None and leads is None:
+        return []
+    return [
+        Setting(int(depth), float(weight), float(lead))
+        for depth in (depths or str(FUSION_DEPTH)).split(",")
+        for weight in (weights or str(SEMANTIC_WEIGHT)).split(",")
+        for lead in (leads or str(CLEAR_LEAD)).split(",")
+    ]
+
+
+def render(results: Sequence[Scores], width: int = 10) -> str:
+    header = f"{'mode':<{width}} {'questions':<12} {'n':>4} {'hit@1':>7} {'hit@5':>7} {'MRR':>7}"
     lines = [header, "-" * len(header)]
     for result in results:
         lines.append(
-            f"{result.mode:<10} {result.group:<12} {result.questions:>4} "
+            f"{result.mode:<{width}} {result.group:<12} {result.questions:>4} "
             f"{result.hit_at_1:>7.3f} {result.hit_at_5:>7.3f} {result.mrr:>7.3f}"
         )
     return "\n".join(lines)
@@ -156,9 +211,18 @@ def main(argv: list[str] | None = None) -> int:
         f"(repeatable; default: {', '.join([*SEARCH_MODES, DEFAULT])})",
     )
     parser.add_argument("--model", help="embedding provider (default: Lantern's, minilm)")
+    parser.add_argument("--half", choices=HALVES, help="ask only this half of the questions")
     parser.add_argument(
         "--fusion-depths",
         help=f"comma-separated fusion depths to sweep hybrid over (Lantern's: {FUSION_DEPTH})",
+    )
+    parser.add_argument(
+        "--fusion-weights",
+        help=f"comma-separated semantic weights to sweep (Lantern's: {SEMANTIC_WEIGHT})",
+    )
+    parser.add_argument(
+        "--fusion-leads",
+        help=f"comma-separated clear-lead shares to sweep (Lantern's: {CLEAR_LEAD})",
     )
     parser.add_argument("--target-size", type=int, help="chunk size (default: Lantern's)")
     parser.add_argument("--depth", type=int, default=DEPTH, help="results looked at per question")
@@ -166,7 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", dest="json_path", type=Path, help="also write results here")
     args = parser.parse_args(argv)
     modes = args.mode or [*SEARCH_MODES, DEFAULT]
-    depths = [int(value) for value in args.fusion_depths.split(",")] if args.fusion_depths else []
+    try:
+        settings = sweep_settings(args.fusion_depths, args.fusion_weights, args.fusion_leads)
+    except ValueError as exc:
+        parser.error(f"a fusion setting is not a number: {exc}")
     results: list[Scores] = []
     sweep: list[Scores] = []
     try:
@@ -176,8 +243,14 @@ def main(argv: list[str] | None = None) -> int:
                 Path(folder) / "recall.db", data_dir=args.data, target_size=args.target_size
             ) as data,
         ):
+            questions = [
+                item
+                for item in data.questions
+                if args.half is None or half_of(item.question.id) == args.half
+            ]
+            half = f" (the {args.half} half)" if args.half else ""
             print(
-                f"{len(data.questions)} questions, {data.chunk_count} chunks, "
+                f"{len(questions)} questions{half}, {data.chunk_count} chunks, "
                 f"{len(data.record_ids)} records; rank looked for in the first {args.depth}"
             )
             embedded = data.lantern.embed(model=args.model)
@@ -188,22 +261,27 @@ def main(argv: list[str] | None = None) -> int:
             )
             for mode in modes:
                 started = time.perf_counter()
-                results += measure(data.lantern, data.questions, mode, args.depth)
+                results += measure(data.lantern, questions, mode, args.depth)
                 elapsed = time.perf_counter() - started
-                print(f"{mode}: {len(data.questions)} questions in {elapsed:.2f} s")
-            if depths:
-                sweep = fusion_sweep(data.lantern, data.questions, depths, args.depth)
+                print(f"{mode}: {len(questions)} questions in {elapsed:.2f} s")
+            if settings:
+                everything = data.chunk_count + len(data.record_ids)
+                sweep = fusion_sweep(data.lantern, questions, settings, args.depth, everything)
     except DatasetError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(render(results))
-    if depths:
+    if settings:
         print()
-        print(f"hybrid at other fusion depths (Lantern's is {FUSION_DEPTH}):")
-        print(render(sweep))
+        print(
+            f"hybrid with other fusion settings (Lantern's: d{FUSION_DEPTH} "
+            f"w{SEMANTIC_WEIGHT:g} l{CLEAR_LEAD:g}):"
+        )
+        print(render(sweep, width=18))
     if args.json_path:
         payload = {
             "target_size": args.target_size,
+            "half": args.half,
             "depth": args.depth,
             "results": [asdict(result) for result in results],
             "fusion_sweep": [asdict(result) for result in sweep],

@@ -8,7 +8,8 @@ similarity are broken by chunk id, as in keyword search.
 * `semantic`: the chunks nearest to the query, with their similarity as score. The snippet is
   the start of what the chunk is searched by (a transcript's decoded turns), with no marks.
 * `hybrid`: `lantern.retrieval.fusion` over the `any` ranking and the first `DEPTH` of the
-  semantic ranking; the chunks the `any` ranking finds beyond the fused ones follow with score
+  semantic ranking, each keyword candidate with its own similarity (read from the vectors
+  already loaded); the chunks the `any` ranking finds beyond the fused ones follow with score
   0, in their keyword order. A hit the keyword side found keeps its marked snippet.
 """
 
@@ -16,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, exists, func, select
 
 from lantern.evidence.chunkvectors import SEARCHABLE
 from lantern.evidence.records import SearchHit
 from lantern.evidence.search import ELLIPSIS, SNIPPET_TOKENS, SearchFilters, search_chunks
-from lantern.retrieval.fusion import DEPTH, fuse
+from lantern.retrieval.fusion import DEPTH, fuse, lead_for
 from lantern.retrieval.modes import SearchMode
 from lantern.retrieval.query import ParsedQuery
 from lantern.semantic import index
@@ -33,6 +34,10 @@ from lantern.store.dialect import FixedJoin, from_id_list, id_list_value
 from lantern.store.engine import Store
 from lantern.store.models import chunk_search_text, chunks, embeddings, sources
 from lantern.store.prepared import Prepared
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 _SNIPPET_CHARS = 400
 """Characters of a chunk's searchable text read for its snippet: enough for its first words."""
@@ -61,8 +66,12 @@ def search_by_meaning(
     nearest = list(islice(searcher.ranked(DEPTH), DEPTH))
     by_id_keyword = {hit.chunk_id: hit for hit in keyword}
     by_id_semantic = {row[0]: row for row, _similarity in nearest}
+    others = [hit.chunk_id for hit in keyword[:DEPTH] if hit.chunk_id not in by_id_semantic]
     fused = fuse(
-        [hit.chunk_id for hit in keyword], [(row[0], similarity) for row, similarity in nearest]
+        [(hit.chunk_id, hit.score) for hit in keyword],
+        [(row[0], similarity) for row, similarity in nearest],
+        searcher.similarities(others),
+        lead=lead_for(store.dialect),
     )
     hits = []
     for item in fused[:limit]:
@@ -101,6 +110,7 @@ class _Nearest:
         self._query = query
         self._filters = filters
         self._loaded: index.Loaded | None = None
+        self._vector: NDArray[np.float32] | None = None
 
     def ranked(self, needed: int) -> Iterator[tuple[Any, float]]:
         plan = self._plan
@@ -109,10 +119,16 @@ class _Nearest:
         loaded = self._loaded = index.load(self._store, CHUNKS, plan.provider.model)
         if not len(loaded):
             return
-        query = embed_query(plan.provider, self._query)
+        query = self._vector = embed_query(plan.provider, self._query)
         yield from index.nearest(
             loaded, query, needed, self._rows, order=lambda hit: (-hit[1], hit[0][0])
         )
+
+    def similarities(self, ids: list[str]) -> dict[str, float]:
+        """The query's cosine with the vectors of `ids` that have one (after `ranked`)."""
+        if self._loaded is None or self._vector is None or not ids:
+            return {}
+        return index.similarities(self._loaded, self._vector, ids)
 
     def _rows(self, ids: list[str]) -> dict[str, Any]:
         dialect = self._store.dialect

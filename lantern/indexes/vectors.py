@@ -256,6 +256,7 @@ class IdColumn(Sequence[str]):
     def __init__(self, ids: NDArray[Any], alive: NDArray[np.bool_] | None) -> None:
         self._ids = ids
         self._alive = alive
+        self._folded: NDArray[np.uint64] | None = None
 
     def __len__(self) -> int:
         return int(self._ids.shape[0])
@@ -296,6 +297,51 @@ class IdColumn(Sequence[str]):
             if self._alive is None or self._alive[row]:
                 return int(row)
         return None
+
+    def rows_of(self, items: Sequence[str]) -> dict[str, int]:
+        """The live row of each of `items` that has one, as `row_of` finds it.
+
+        Comparing whole ids over a million rows costs tens of milliseconds an id; here each id
+        is first compared by an eight-byte fold of it (computed once per column), and only the
+        few rows that agree are compared whole."""
+        import numpy as np
+
+        width = self._ids.dtype.itemsize
+        if not len(self):
+            return {}
+        folded = self._folded
+        if folded is None:
+            folded = self._folded = _fold(self._ids.view(np.uint8).reshape(len(self), width))
+        found: dict[str, int] = {}
+        for item in items:
+            key = item.encode("utf-8", "surrogatepass")
+            if not item or len(key) > width:
+                continue
+            padded = np.frombuffer(key.ljust(width, b"\0"), dtype=np.uint8).reshape(1, width)
+            candidates = np.flatnonzero(folded == _fold(padded)[0])
+            if not len(candidates):
+                continue
+            matching = candidates[self._ids[candidates] == key]
+            for row in matching[::-1]:  # a replaced vector's newer row comes later
+                if self._alive is None or self._alive[row]:
+                    found[item] = int(row)
+                    break
+        return found
+
+
+def _fold(raw: NDArray[np.uint8]) -> NDArray[np.uint64]:
+    """Each row of bytes folded into eight by exclusive or, as one unsigned integer."""
+    import numpy as np
+
+    rows, width = raw.shape
+    blocks = -(-width // 8)
+    padded = np.zeros((rows, blocks * 8), dtype=np.uint8)
+    padded[:, :width] = raw
+    words = padded.view(np.uint64)
+    folded: NDArray[np.uint64] = words[:, 0].copy()
+    for block in range(1, blocks):
+        folded ^= words[:, block]
+    return folded
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,11 @@ by the list order, as in every memory search.
 * `semantic`, relevance order: every record with a vector of the model, nearest first, paged
   by offset or cursor (the cursor holds the last similarity and list keys).
 * `hybrid`, relevance order: `lantern.retrieval.fusion` over the `any` ranking and the first
-  `DEPTH` of the semantic ranking; the records the `any` ranking finds beyond the fused ones
-  follow with score 0, in their keyword order, so that hybrid finds everything `any` finds.
-* policy order: the same records (semantic: the first `DEPTH` nearest) in the list order.
+  `DEPTH` of the semantic ranking, each keyword candidate with its own similarity; the records
+  the `any` ranking finds beyond the fused ones follow with score 0, in their keyword order, so
+  that hybrid finds everything `any` finds.
+* policy order: the same records (semantic: the first `DEPTH` nearest) in the list order, each
+  with the score it has in the relevance order.
 
 `without_vector` counts the records the search could have returned that have no vector of the
 model: one count when some record lacks one, none when every record has one.
@@ -39,7 +41,7 @@ from lantern.memory.cursor import (
 from lantern.memory.filters import Conditions, MemoryFilter
 from lantern.memory.records import MemoryMatch, MemoryRecord, Page
 from lantern.memory.rows import SCORE_COLUMN, row_to_record
-from lantern.retrieval.fusion import DEPTH, contribution, fuse
+from lantern.retrieval.fusion import DEPTH, Fused, fuse, lead_for
 from lantern.retrieval.modes import SearchMode, SearchSummary
 from lantern.retrieval.query import ParsedQuery
 from lantern.semantic import index
@@ -80,6 +82,9 @@ class SemanticSearch:
         self._request = request
         self._dialect = core._store.dialect
         self._loaded: index.Loaded | None = None
+        self._vector: NDArray[np.float32] | None = None
+        self._word_index = False
+        """Whether the keyword ranking came from the word index (BM25 on every engine)."""
 
     # --- the two modes -------------------------------------------------------------------
 
@@ -126,10 +131,7 @@ class SemanticSearch:
         keyword = self._keyword(max(DEPTH, start + request.limit + 1))
         nearest = list(islice(self._nearest(DEPTH), DEPTH)) if request.plan.has_vectors else []
         records = {record.id: record for record, _score in [*keyword, *nearest]}
-        ordered = fuse(
-            [record.id for record, _score in keyword],
-            [(record.id, similarity) for record, similarity in nearest],
-        )
+        ordered = self._fuse(keyword, nearest)
         if request.position is not None:
             ids = [item.key for item in ordered]
             cursor_id = request.position.key.id
@@ -147,14 +149,30 @@ class SemanticSearch:
         ]
         return self._relevance_page(matches, first_rank=start)
 
+    def _fuse(
+        self, keyword: list[tuple[MemoryRecord, float]], nearest: list[tuple[MemoryRecord, float]]
+    ) -> list[Fused]:
+        """`lantern.retrieval.fusion` over the two rankings, with the similarity of each keyword
+        candidate the semantic ranking did not place."""
+        placed = {record.id for record, _similarity in nearest}
+        others = [record.id for record, _score in keyword[:DEPTH] if record.id not in placed]
+        similarities = {}
+        if self._loaded is not None and self._vector is not None and others:
+            similarities = index.similarities(self._loaded, self._vector, others)
+        return fuse(
+            [(record.id, score) for record, score in keyword],
+            [(record.id, similarity) for record, similarity in nearest],
+            similarities,
+            lead=lead_for(self._dialect, word_index=self._word_index),
+        )
+
     def _hybrid_policy(self) -> Page:
         """Hybrid matches in the list order: the `any` matches (paged by the database, with
-        their place among all of them) and the nearest records, merged."""
+        their place among all of them) and the nearest records, merged, each with its fused
+        score (those placed past the depth by the `any` ranking score 0)."""
         request = self._request
         nearest = list(islice(self._nearest(DEPTH), DEPTH)) if request.plan.has_vectors else []
-        semantic = {
-            record.id: (rank, similarity) for rank, (record, similarity) in enumerate(nearest, 1)
-        }
+        fused = {item.key: item for item in self._fuse(self._keyword(DEPTH), nearest)}
         keyword: dict[str, tuple[MemoryRecord, int]] = {}
         ready = topk.ready_index(self._core) if self._core._scopes.restricted else None
         if ready is not None:
@@ -173,9 +191,13 @@ class SemanticSearch:
         matches = []
         for record in candidates.values():
             kw_rank = keyword[record.id][1] if record.id in keyword else None
-            sem_rank, similarity = semantic.get(record.id, (None, None))
-            score = contribution(kw_rank) + contribution(sem_rank)
-            matches.append(self._match(record, score, similarity, kw_rank, sem_rank))
+            item = fused.get(record.id)
+            if item is None:
+                matches.append(self._match(record, 0.0, None, kw_rank, None))
+            else:
+                matches.append(
+                    self._match(record, item.score, item.similarity, kw_rank, item.semantic_rank)
+                )
         return self._policy_page(matches)
 
     # --- the rankings --------------------------------------------------------------------
@@ -189,7 +211,7 @@ class SemanticSearch:
         loaded = self._loaded = index.load(self._store, MEMORY, request.plan.provider.model)
         if not len(loaded):
             return
-        query = embed_query(request.plan.provider, request.query)
+        query = self._vector = embed_query(request.plan.provider, request.query)
         yield from self._ranked(loaded, query, needed)
 
     def _ranked(
@@ -226,6 +248,7 @@ class SemanticSearch:
         """The first `depth` records of the `any` ranking, with their scores."""
         request = self._request
         if (ready := topk.ready_index(self._core)) is not None:
+            self._word_index = True
             ranking = topk.Ranking(
                 self._core, ready, self._any_query(), request.filters, request.conditions
             )

@@ -7,7 +7,7 @@
   natural language ranks first what shares its most informative words.
 * `semantic`: the nearest neighbours of the query by cosine similarity of embeddings of one
   model; what has no vector of that model cannot be found, and is counted.
-* `hybrid`: the `any` ranking and the `semantic` ranking fused by reciprocal rank fusion
+* `hybrid`: the `any` ranking and the `semantic` ranking fused by their relevances
   (`lantern.retrieval.fusion`), so that an exact identifier and a paraphrase both surface.
 
 The default, for every surface, is `hybrid` where semantic search can run, and `any` where it

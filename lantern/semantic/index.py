@@ -282,6 +282,24 @@ def scores(loaded: Loaded, query: NDArray[np.float32]) -> NDArray[np.float32]:
     return result
 
 
+def similarities(
+    loaded: Loaded, query: NDArray[np.float32], ids: Sequence[str]
+) -> dict[str, float]:
+    """The cosine of a unit-length query with the vectors of `ids` that have one, computed as
+    `scores` computes it, so that an item has the same similarity here as in `nearest`."""
+    import numpy as np
+
+    if isinstance(loaded.ids, IdColumn):
+        rows = loaded.ids.rows_of(ids)
+    else:
+        rows = {item: row for item in ids if (row := loaded.row_of(item)) is not None}
+    if not rows or query.shape[0] != loaded.dim:
+        return {}
+    picked = loaded.matrix[np.fromiter(rows.values(), dtype=np.int64, count=len(rows))]
+    values = np.einsum("ij,j->i", picked, query.astype(np.float32, copy=False))
+    return {item: float(value) for item, value in zip(rows, values, strict=True)}
+
+
 def nearest(
     loaded: Loaded,
     query: NDArray[np.float32],
