@@ -51,6 +51,8 @@ def test_get_source_by_id_or_uri_with_its_chunks(five: Lantern) -> None:
         "created_at": by_uri.created_at,
         "entities": [],
         "embeddings": [],
+        "said_from": None,
+        "said_until": None,
     }
     bare = five.evidence.get_source("doc:five", with_chunks=False)
     assert bare.chunks is None and list(bare.to_json()) == SOURCE_KEYS
