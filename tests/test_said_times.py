@@ -233,10 +233,12 @@ def test_memory_said_filters_read_the_creation_time(lt: Lantern, clock: Clock) -
     clock.now = MARCH
     march = lt.memory.add(content="payments deploy from us-east", kind="fact")
     lt.memory.update(january.id, priority=90)  # updated in March, still said in January
-    said_january = {"said_since": "2026-01-01", "said_until": "2026-02-01"}
-    assert [r.id for r in lt.memory.list(**said_january)] == [january.id]
+    assert [r.id for r in lt.memory.list(said_since="2026-01-01", said_until="2026-02-01")] == [
+        january.id
+    ]
     assert [r.id for r in lt.memory.list(said_since=FEB_1)] == [march.id]
-    assert [m.record.id for m in lt.memory.search("payments", **said_january)] == [january.id]
+    in_january = lt.memory.search("payments", said_since="2026-01-01", said_until="2026-02-01")
+    assert [m.record.id for m in in_january] == [january.id]
     assert lt.memory.search("payments", said_until=JAN_15) == []
     assert [r.id for r in lt.memory.list(updated_since=FEB_1)] == [january.id, march.id]
 

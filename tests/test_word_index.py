@@ -153,11 +153,9 @@ def test_said_filters_find_the_same_with_and_without_the_index(
                     patched.setenv(place.ENV_VAR, "off")
                     database = lt.memory.search(query, mode=mode, limit=1000, **filters)  # type: ignore[arg-type]
                 assert _ids(indexed) == _ids(database), (query, filters)
-                said = [match.record.created_at for match in indexed]
-                assert all(
-                    filters.get("said_since", 0) <= at < filters.get("said_until", 2**62)  # type: ignore[operator]
-                    for at in said
-                )
+                since = int(str(filters.get("said_since", 0)))
+                until = int(str(filters.get("said_until", 2**62)))
+                assert all(since <= match.record.created_at < until for match in indexed)
         assert lt.memory.search("ledger", mode=mode, limit=1000, said_since=BASE_TIME + DAY)
         assert words.status(lt.store)["state"] == "current"
 
