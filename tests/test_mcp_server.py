@@ -441,6 +441,14 @@ def test_said_time_filters_of_the_search_tools(server: McpClient, store: str) ->
     shown = server.ok("lantern_chunk_show", {"id": hit["chunk_id"]})
     assert list(shown)[-3:] == ["cited_by", "said_from", "said_until"]
     assert server.ok("lantern_search", {"query": "zeppelins", "said_since": february})["hits"] == []
+    listed = server.ok("lantern_source_show", {"id": "chat://zeppelins", **said})
+    assert [chunk["id"] for chunk in listed["chunks"]] == [hit["chunk_id"]]
+    later = server.ok("lantern_source_show", {"id": "chat://zeppelins", "said_since": february})
+    assert later == cli_json(
+        store, "source", "show", "chat://zeppelins", "--said-since", str(february), "--limit",
+        "100",
+    )  # fmt: skip
+    assert later["chunks"] == []
     added = _add(server, "zeppelins leave from the north quay")
     records = server.ok("lantern_memory_search", {"query": "zeppelins", "said_since": 0})
     assert [record["id"] for record in records["records"]] == [added["id"]]

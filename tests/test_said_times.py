@@ -151,6 +151,18 @@ def test_said_filters_list_the_sources_said_in_a_time(lt: Lantern) -> None:
         "file:///notes/deploy.md"
     ]
     assert len(lt.evidence.list_sources()) == 4
+    # A source's chunks, listed by the time they were said.
+    session = lt.evidence.get_source("chat://january")
+    assert session.chunks is not None and len(session.chunks) == 2
+    february = lt.evidence.get_source("chat://january", said_since="2026-02-01")
+    assert february.chunks == session.chunks[1:] and february.chunk_count == 2
+    paged = lt.evidence.get_source("chat://january", said_until=FEB_1, limit=1)
+    assert paged.chunks == session.chunks[:1] and paged.next_cursor is not None
+    rest = lt.evidence.get_source(
+        "chat://january", said_until=FEB_1, limit=1, after=paged.next_cursor
+    )
+    assert rest.chunks == session.chunks[1:] and rest.next_cursor is None
+    assert lt.evidence.get_source("chat://undated", said_since=0).chunks == ()
 
 
 def test_semantic_and_hybrid_hits_carry_and_obey_said_times(db_path: Path) -> None:
@@ -263,9 +275,12 @@ def test_cli_filters_by_said_time_and_refuses_a_bad_time(run_cli: CliRun, tmp_pa
     assert none.exit_code == 0 and json.loads(none.stdout) == []
     listed = run_cli("source", "list", "--said-since", "2026-01-01", "--json")
     assert [s["uri"] for s in json.loads(listed.stdout)] == [f"file://{session}"]
+    shown = run_cli("source", "show", f"file://{session}", "--said-until", "2026-01-01", "--json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["chunks"] == []
     for args in (
         ["search", "payments", "--said-since", "notadate"],
         ["source", "list", "--said-until", "notadate"],
+        ["source", "show", f"file://{session}", "--said-since", "notadate"],
         ["memory", "list", "--said-since", "notadate"],
         ["memory", "search", "payments", "--said-until", "notadate"],
     ):

@@ -341,6 +341,14 @@ def list_command(
     metavar="ORDINAL",
     help="Continue after the chunk of this ordinal (a page's next_cursor).",
 )
+@click.option(
+    "--said-since",
+    metavar="TIME",
+    help="Only the chunks whose words were said at or after this time.",
+)
+@click.option(
+    "--said-until", metavar="TIME", help="Only the chunks whose words were said before this time."
+)
 @json_option
 @click.pass_context
 def show_command(
@@ -349,6 +357,8 @@ def show_command(
     no_chunks: bool,
     limit: int | None,
     after: int | None,
+    said_since: str | None,
+    said_until: str | None,
     as_json: bool,
 ) -> None:
     """Show a source's metadata, its chunks, and the memory records citing them.
@@ -357,7 +367,14 @@ def show_command(
     lantern source show file://$HOME/notes/todo.md --limit 100
     """
     lantern = open_lantern(ctx)
-    found = lantern.evidence.get_source(ref, with_chunks=not no_chunks, limit=limit, after=after)
+    found = lantern.evidence.get_source(
+        ref,
+        with_chunks=not no_chunks,
+        limit=limit,
+        after=after,
+        said_since=said_since,
+        said_until=said_until,
+    )
     cited_by = lantern.cited_by(f"source:{found.id}", through_chunks=True)
     if as_json:
         emit_json(found.shown_json(cited_by))

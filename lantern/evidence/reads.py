@@ -172,6 +172,8 @@ class EvidenceReads(EvidenceCore):
         with_chunks: bool = True,
         limit: int | None = None,
         after: int | None = None,
+        said_since: int | float | str | None = None,
+        said_until: int | float | str | None = None,
     ) -> Source:
         """A source by id or URI, with its chunks in order (unless `with_chunks` is False).
 
@@ -186,12 +188,20 @@ class EvidenceReads(EvidenceCore):
             limit: At most this many chunks on the page (1 to 1,000); None gives every chunk.
             after: The ordinal of the last chunk seen (a page's `next_cursor`); None starts at the
                 first chunk.
+            said_since: Only the chunks whose words were said at or after this time (unix seconds
+                or ISO-8601), as `search` reads it; None, no bound. `chunk_count` still counts
+                every chunk of the source.
+            said_until: Only the chunks whose words were said before this time; None, no bound.
 
         Raises:
             NotFound: No source with that id or URI.
         """
         size = None if limit is None else validation.limit(limit, maximum=MAX_CHUNK_PAGE)
         start = None if after is None else inputs.ordinal_cursor(after)
+        said = SearchFilters(
+            said_since=validation.optional_timestamp("said_since", said_since),
+            said_until=validation.optional_timestamp("said_until", said_until),
+        )
         with self._store.read() as conn:
             row = find_source(conn, ref)
             if not with_chunks:
@@ -199,6 +209,8 @@ class EvidenceReads(EvidenceCore):
             condition = chunks.c.source_id == row.id
             if start is not None:
                 condition = and_(condition, chunks.c.ordinal > start)
+            if said.values():
+                condition = and_(condition, *said.clauses())
             found = load_chunks(conn, condition, limit=None if size is None else size + 1)
         page, more = _page(found, size)
         next_cursor = page[-1].ordinal if more else None

@@ -68,6 +68,8 @@ def _source_show(lt: Lantern, args: Args) -> ToolOutput:
         with_chunks=not args.get("no_chunks", False),
         limit=args.get("limit", CHUNK_PAGE),
         after=args.get("after"),
+        said_since=args.get("said_since"),
+        said_until=args.get("said_until"),
     )
     return ToolOutput(found.shown_json(lt.cited_by(f"source:{found.id}", through_chunks=True)))
 
@@ -177,6 +179,14 @@ EVIDENCE_TOOLS = (
                     "minimum": 0,
                     "description": "Continue after the chunk of this ordinal: a next_cursor.",
                 },
+                "said_since": described(
+                    TIME,
+                    "Only the chunks whose words were said at or after this time (a chunk said "
+                    f"over a range matches when the range overlaps): {TIME_HELP}.",
+                ),
+                "said_until": described(
+                    TIME, f"Only the chunks whose words were said before this time: {TIME_HELP}."
+                ),
             },
             "id",
         ),
