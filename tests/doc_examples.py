@@ -50,6 +50,9 @@ VOLATILE_KEYS = frozenset(
         "forgotten_at",
         "last_write_at",
         "mtime",
+        # When a chunk's words were said: a file's modification time, for the notes of a page.
+        "said_from",
+        "said_until",
         "seconds",
         "score",
         "relevance",

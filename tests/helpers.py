@@ -54,7 +54,9 @@ SOURCE_KEYS = [
     "updated_at",
     "chunk_count",
 ]
-CHUNK_KEYS = [
+# When a chunk's words were said (docs/json.md): the last keys of a chunk and of a search hit.
+SAID_KEYS = ["said_from", "said_until"]
+FIRST_CHUNK_KEYS = [
     "id",
     "source_id",
     "ordinal",
@@ -66,6 +68,8 @@ CHUNK_KEYS = [
     "entities",
     "embeddings",
 ]
+"""A chunk's keys before `chunk show` adds its own (`source`, `before`, `after`, `cited_by`)."""
+CHUNK_KEYS = [*FIRST_CHUNK_KEYS, *SAID_KEYS]
 
 # Where a search hit came from, after a hit's or a memory match's own keys (README, "Search").
 ORIGIN_KEYS = ["mode", "keyword_rank", "semantic_rank", "similarity"]
@@ -81,6 +85,7 @@ HIT_KEYS = [
     "score",
     "snippet",
     *ORIGIN_KEYS,
+    *SAID_KEYS,
 ]
 
 

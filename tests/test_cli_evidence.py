@@ -16,7 +16,16 @@ from click.testing import Result
 
 from lantern.errors import NoStore
 from lantern.evidence.chunking import DEFAULT_TARGET_SIZE
-from tests.helpers import CHUNK_KEYS, HIT_KEYS, LANTERN_BIN, SOURCE_KEYS, CliRun, ProcessRun
+from tests.helpers import (
+    CHUNK_KEYS,
+    FIRST_CHUNK_KEYS,
+    HIT_KEYS,
+    LANTERN_BIN,
+    SAID_KEYS,
+    SOURCE_KEYS,
+    CliRun,
+    ProcessRun,
+)
 
 SUMMARY_KEYS = [
     "added",
@@ -197,7 +206,7 @@ def test_source_and_chunk_commands(run_cli: CliRun, files: Path) -> None:
     first, second = shown["chunks"]
     assert first["metadata"] == {"heading_path": ["Lanterns"]}
     chunk = ok_json(run_cli("chunk", "show", first["id"], "--context", "1", "--json"))
-    assert list(chunk) == [*CHUNK_KEYS, "source", "before", "after", "cited_by"]
+    assert list(chunk) == [*FIRST_CHUNK_KEYS, "source", "before", "after", "cited_by", *SAID_KEYS]
     assert {k: chunk[k] for k in CHUNK_KEYS} == first
     assert chunk["source"] == {k: shown[k] for k in SOURCE_KEYS}
     assert (chunk["before"], chunk["after"]) == ([], [second])

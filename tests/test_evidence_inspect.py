@@ -14,7 +14,7 @@ from lantern.entities.records import EntityRef
 from lantern.errors import InvalidInput, NotFound
 from lantern.evidence.records import ChunkDetail, EmbeddingInfo
 from lantern.store.models import chunk_entities, chunks, embeddings, entities
-from tests.helpers import CHUNK_KEYS, SOURCE_KEYS, CliRun
+from tests.helpers import CHUNK_KEYS, FIRST_CHUNK_KEYS, SAID_KEYS, SOURCE_KEYS, CliRun
 
 PARAGRAPHS = [" ".join(f"p{n}w{i}" for i in range(20)) for n in range(5)]
 TEXT = "\n\n".join(PARAGRAPHS)
@@ -51,6 +51,8 @@ def test_get_source_by_id_or_uri_with_its_chunks(five: Lantern) -> None:
         "created_at": by_uri.created_at,
         "entities": [],
         "embeddings": [],
+        "said_from": None,
+        "said_until": None,
     }
     bare = five.evidence.get_source("doc:five", with_chunks=False)
     assert bare.chunks is None and list(bare.to_json()) == SOURCE_KEYS
@@ -71,7 +73,7 @@ def test_get_chunk_with_context(five: Lantern) -> None:
     assert edge.before == () and edge.after == tuple(stored[1:4])
     assert five.evidence.get_chunk(stored[4].id, context=100).before == tuple(stored[:4])
     rendered = middle.to_json()
-    assert list(rendered) == [*CHUNK_KEYS, "source", "before", "after"]
+    assert list(rendered) == [*FIRST_CHUNK_KEYS, "source", "before", "after", *SAID_KEYS]
     assert list(rendered["source"]) == SOURCE_KEYS
     assert [c["ordinal"] for c in rendered["before"] + rendered["after"]] == [1000, 3000]
 

@@ -420,6 +420,44 @@ SCHEMA_ERRORS: list[tuple[str, dict[str, Any], str]] = [
 ]  # fmt: skip
 
 
+def test_said_time_filters_of_the_search_tools(server: McpClient, store: str) -> None:
+    january, february = 1_768_471_200, 1_769_904_000  # 2026-01-15T10:00Z, 2026-02-01T00:00Z
+    session = "\n".join(
+        json.dumps({"role": role, "content": content, "ts": ts})
+        for role, content, ts in (
+            ("user", "Which quay do the zeppelins leave from?", january),
+            ("assistant", "The north quay, every hour.", january + 30),
+        )
+    )
+    server.ok("lantern_ingest_text", {"uri": "chat://zeppelins", "text": session})
+    said = {"said_since": "2026-01-01", "said_until": "2026-02-01"}
+    found = server.ok("lantern_search", {"query": "zeppelins quay", **said})
+    assert found["hits"] == cli_json(
+        store, "search", "zeppelins quay", "--said-since", "2026-01-01", "--said-until",
+        "2026-02-01",
+    )  # fmt: skip
+    [hit] = found["hits"]
+    assert (hit["said_from"], hit["said_until"]) == (january, january + 30)
+    shown = server.ok("lantern_chunk_show", {"id": hit["chunk_id"]})
+    assert list(shown)[-3:] == ["cited_by", "said_from", "said_until"]
+    assert server.ok("lantern_search", {"query": "zeppelins", "said_since": february})["hits"] == []
+    listed = server.ok("lantern_source_show", {"id": "chat://zeppelins", **said})
+    assert [chunk["id"] for chunk in listed["chunks"]] == [hit["chunk_id"]]
+    later = server.ok("lantern_source_show", {"id": "chat://zeppelins", "said_since": february})
+    assert later == cli_json(
+        store, "source", "show", "chat://zeppelins", "--said-since", str(february), "--limit",
+        "100",
+    )  # fmt: skip
+    assert later["chunks"] == []
+    added = _add(server, "zeppelins leave from the north quay")
+    records = server.ok("lantern_memory_search", {"query": "zeppelins", "said_since": 0})
+    assert [record["id"] for record in records["records"]] == [added["id"]]
+    none = server.ok("lantern_memory_list", {"said_until": "2020-01-01"})
+    assert none["records"] == []
+    error = server.error("lantern_search", {"query": "zeppelins", "said_since": "notadate"})
+    assert error == "said_since must be unix seconds or an ISO-8601 time; got 'notadate'"
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "message"),
     SCHEMA_ERRORS,

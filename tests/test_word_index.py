@@ -23,7 +23,7 @@ import pytest
 
 from lantern import Lantern
 from lantern.indexes import place, words
-from tests.helpers import LANTERN_BIN, lantern_process
+from tests.helpers import BASE_TIME, LANTERN_BIN, Clock, lantern_process
 
 pytestmark = pytest.mark.skipif(not words.available(), reason="needs the index extra (tantivy)")
 
@@ -32,6 +32,9 @@ VOCABULARY = (
     *("wick", "crème", "brûlée", "straße", "naïve", "café", "resume", "résumé", "e-mail"),
     *("don't", "c++", "20.04", "rust", "python", "agent", "memory"),
 )
+
+
+DAY = 86_400
 
 
 def _content(rng: random.Random) -> str:
@@ -122,6 +125,39 @@ def test_the_index_finds_what_the_database_finds(
             assert scores == sorted(scores, reverse=True)
             assert [match.keyword_rank for match in indexed] == list(range(1, len(indexed) + 1))
     assert words.status(store.store)["state"] == "current"
+
+
+SAID_FILTERS: list[dict[str, object]] = [
+    {"said_since": BASE_TIME + DAY},
+    {"said_until": BASE_TIME + 2 * DAY},
+    {"said_since": BASE_TIME + DAY, "said_until": BASE_TIME + 3 * DAY},
+    {"said_since": BASE_TIME + DAY, "said_until": BASE_TIME + 2 * DAY, "scope": "user:ada*"},
+    {"said_since": BASE_TIME + 10 * DAY},
+]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "any"])
+def test_said_filters_find_the_same_with_and_without_the_index(
+    db_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    clock = Clock()
+    with Lantern.open(db_path, clock=clock) as lt:
+        for day in range(4):  # records said (created) on four days
+            _fill(lt, 60, seed=day)
+            clock.advance(DAY)
+        for query in QUERIES:
+            for filters in SAID_FILTERS:
+                indexed = lt.memory.search(query, mode=mode, limit=1000, **filters)  # type: ignore[arg-type]
+                with monkeypatch.context() as patched:
+                    patched.setenv(place.ENV_VAR, "off")
+                    database = lt.memory.search(query, mode=mode, limit=1000, **filters)  # type: ignore[arg-type]
+                assert _ids(indexed) == _ids(database), (query, filters)
+                since = int(str(filters.get("said_since", 0)))
+                until = int(str(filters.get("said_until", 2**62)))
+                assert all(since <= match.record.created_at < until for match in indexed)
+        assert lt.memory.search("ledger", mode=mode, limit=1000, said_since=BASE_TIME + DAY)
+        assert words.status(lt.store)["state"] == "current"
 
 
 def test_a_store_filled_before_its_first_search_is_indexed(db_path: Path) -> None:

@@ -20,6 +20,7 @@ from lantern.cli.output import (
     page_hint,
     plural,
     read_stdin,
+    said_text,
     search_notes,
     value_text,
     when,
@@ -158,6 +159,13 @@ def ingest(
 )
 @click.option("--since", metavar="TIME", help="Chunks ingested at or after this time.")
 @click.option("--until", metavar="TIME", help="Chunks ingested before this time.")
+@click.option(
+    "--said-since",
+    metavar="TIME",
+    help="Chunks whose words were said at or after this time (transcript turn times, a file's "
+    "modification time).",
+)
+@click.option("--said-until", metavar="TIME", help="Chunks whose words were said before this time.")
 @click.option("--mode", type=click.Choice(SEARCH_MODES), help=MODE_HELP)
 @click.option("--model", metavar="NAME", help=MODEL_HELP)
 @click.option(
@@ -189,6 +197,8 @@ def search(
     sources: tuple[str, ...],
     since: str | None,
     until: str | None,
+    said_since: str | None,
+    said_until: str | None,
     mode: str | None,
     model: str | None,
     entities: tuple[str, ...],
@@ -205,7 +215,9 @@ def search(
     it is any. Ask in plain words. --mode keyword requires every word (an exact identifier);
     --mode semantic ranks by meaning alone. "quoted words" match as a phrase, word* as a
     prefix; everything else is literal text, so any input is safe. TIME is unix seconds or
-    ISO-8601. Examples:
+    ISO-8601. --since/--until bound when a chunk was ingested, --said-since/--said-until when
+    its words were said: a chunk matches when its time range overlaps, never when its time is
+    unknown. Examples:
 
     \b
         lantern search where did we decide to deploy from
@@ -228,6 +240,8 @@ def search(
         mode=mode,
         model=model,
         entity=list(entities),
+        said_since=said_since,
+        said_until=said_until,
     )
     search_notes(hits.summary, "chunk", explain=explain)
     if as_json:
@@ -256,6 +270,16 @@ def source() -> None:
 @click.option("--limit", type=int, default=100, show_default=True, help="At most this many.")
 @click.option("--offset", type=int, default=0, show_default=True, help="Skip this many first.")
 @click.option(
+    "--said-since",
+    metavar="TIME",
+    help="Only sources with a chunk whose words were said at or after this time.",
+)
+@click.option(
+    "--said-until",
+    metavar="TIME",
+    help="Only sources with a chunk whose words were said before this time.",
+)
+@click.option(
     "--ids",
     "ids_only",
     is_flag=True,
@@ -269,6 +293,8 @@ def list_command(
     uri_prefix: str | None,
     limit: int,
     offset: int,
+    said_since: str | None,
+    said_until: str | None,
     ids_only: bool,
     as_json: bool,
 ) -> None:
@@ -279,7 +305,12 @@ def list_command(
     """
     _one_output(ids_only=ids_only, as_json=as_json)
     found = open_lantern(ctx).evidence.list_sources(
-        kind=kinds, uri_prefix=uri_prefix, limit=limit, offset=offset
+        kind=kinds,
+        uri_prefix=uri_prefix,
+        limit=limit,
+        offset=offset,
+        said_since=said_since,
+        said_until=said_until,
     )
     if as_json:
         emit_json([item.to_json() for item in found])
@@ -310,6 +341,14 @@ def list_command(
     metavar="ORDINAL",
     help="Continue after the chunk of this ordinal (a page's next_cursor).",
 )
+@click.option(
+    "--said-since",
+    metavar="TIME",
+    help="Only the chunks whose words were said at or after this time.",
+)
+@click.option(
+    "--said-until", metavar="TIME", help="Only the chunks whose words were said before this time."
+)
 @json_option
 @click.pass_context
 def show_command(
@@ -318,6 +357,8 @@ def show_command(
     no_chunks: bool,
     limit: int | None,
     after: int | None,
+    said_since: str | None,
+    said_until: str | None,
     as_json: bool,
 ) -> None:
     """Show a source's metadata, its chunks, and the memory records citing them.
@@ -326,7 +367,14 @@ def show_command(
     lantern source show file://$HOME/notes/todo.md --limit 100
     """
     lantern = open_lantern(ctx)
-    found = lantern.evidence.get_source(ref, with_chunks=not no_chunks, limit=limit, after=after)
+    found = lantern.evidence.get_source(
+        ref,
+        with_chunks=not no_chunks,
+        limit=limit,
+        after=after,
+        said_since=said_since,
+        said_until=said_until,
+    )
     cited_by = lantern.cited_by(f"source:{found.id}", through_chunks=True)
     if as_json:
         emit_json(found.shown_json(cited_by))
@@ -390,7 +438,7 @@ def chunk_show_command(ctx: click.Context, chunk_id: str, context: int, as_json:
     detail = lantern.evidence.get_chunk(chunk_id, context=context)
     cited_by = lantern.cited_by(f"chunk:{detail.chunk.id}")
     if as_json:
-        emit_json({**detail.to_json(), "cited_by": cited_by})
+        emit_json(detail.shown_json(cited_by))
         return
     _show_chunk(detail)
     click.echo(f"cited by: {', '.join(cited_by) or '-'}")
@@ -421,6 +469,8 @@ def _preview(text: str, width: int = 60) -> str:
 def _show_hit(hit: SearchHit, *, explain: bool) -> None:
     offsets = f"[{_offset(hit.start_offset)}:{_offset(hit.end_offset)}]"
     click.echo(f"{hit.chunk_id}  {hit.score:.4g}  {hit.kind}  {hit.uri} #{hit.ordinal} {offsets}")
+    if hit.said_from is not None:
+        click.echo(f"    said {said_text(hit.said_from, hit.said_until)}")
     if explain:
         click.echo("    " + origin_text(hit))
     click.echo(f"    {' '.join(hit.snippet.split())}")
@@ -460,6 +510,7 @@ def _show_chunk(detail: ChunkDetail) -> None:
         ("ordinal", str(item.ordinal)),
         ("offsets", f"{_offset(item.start_offset)}-{_offset(item.end_offset)}"),
         ("created_at", when(item.created_at)),
+        ("said", said_text(item.said_from, item.said_until)),
     ]
     fields += [(f"meta.{key}", value_text(value)) for key, value in item.metadata.items()]
     for name, value in fields:

@@ -234,6 +234,16 @@ def when(seconds: int | None) -> str:
     return f"{stamp} ({seconds})"
 
 
+def said_text(said_from: int | None, said_until: int | None) -> str:
+    """When a chunk's words were said: one time, or the first and last of a range; `-` when
+    unknown."""
+    if said_from is None:
+        return "-"
+    if said_until is None or said_until == said_from:
+        return when(said_from)
+    return f"{when(said_from)} to {when(said_until)}"
+
+
 def ref_text(ref: Mapping[str, Any]) -> str:
     """A source reference: `TYPE:ID` when that is all it holds, else its JSON object."""
     if set(ref) == {"type", "id"}:

@@ -28,6 +28,7 @@ from lantern.evidence.chunkplan import appended_at, assign_ordinals, following_o
 from lantern.evidence.files import FileText
 from lantern.evidence.records import IngestResult, Source, freeze_metadata
 from lantern.evidence.rows import SOURCE_BY_URI, StoredSource, batches, to_source
+from lantern.evidence.said import TRANSCRIPT, said_range
 from lantern.evidence.searchtext import search_text
 from lantern.evidence.sourcekinds import detect_kind, language_for, parse_transcript
 from lantern.semantic.storage import chunk_vectors_changed, delete_chunk_vectors
@@ -63,6 +64,8 @@ class StoredChunk:
     start_offset: int | None
     end_offset: int | None
     metadata: Any
+    said: tuple[int | None, int | None] = (None, None)
+    """`(said_from, said_until)` as stored (`lantern.evidence.said`)."""
 
 
 @dataclass(slots=True)
@@ -113,6 +116,8 @@ class Writes:
                     start_offset=bindparam("b_start"),
                     end_offset=bindparam("b_end"),
                     metadata=bindparam("b_metadata", type_=chunks.c.metadata.type),
+                    said_from=bindparam("b_said_from", type_=chunks.c.said_from.type),
+                    said_until=bindparam("b_said_until", type_=chunks.c.said_until.type),
                 ),
                 self.chunk_updates,
             )
@@ -185,6 +190,7 @@ def _plan(
     stored_kind = document.kind if row is None else row.kind
     # Kept as they are only when the kind is the same (`_layout`): their search text stays.
     kept = {chunk.id for chunk in as_is}
+    source_metadata = canonical_json({**_kind_facts(document), **document.metadata})
     inserted = 0
     for span, ordinal in zip(spans, ordinals, strict=True):
         new_id = chunk_id(source, ordinal, span.text)
@@ -195,13 +201,25 @@ def _plan(
             kept.add(new_id)
             if stored_kind != document.kind and search_text(stored_kind, span.text) != searchable:
                 writes.search_changes.append((new_id, searchable))
-            if (old.start_offset, old.end_offset, old.metadata) != (span.start, span.end, metadata):
+            # A kept chunk's words were said when they were: only a transcript's turn times,
+            # read from its metadata, or a new kind can tell otherwise.
+            said = old.said
+            if document.kind == TRANSCRIPT or stored_kind != document.kind:
+                said = said_range(document.kind, metadata, source_metadata)
+            if (old.start_offset, old.end_offset, old.metadata, old.said) != (
+                span.start,
+                span.end,
+                metadata,
+                said,
+            ):
                 writes.chunk_updates.append(
                     {
                         "b_id": new_id,
                         "b_start": span.start,
                         "b_end": span.end,
                         "b_metadata": metadata,
+                        "b_said_from": said[0],
+                        "b_said_until": said[1],
                     }
                 )
             continue
@@ -210,6 +228,7 @@ def _plan(
             writes.search_inserts.append({"chunk_id": new_id, "text": searchable})
         found = extract(span.text if searchable is None else searchable, document.kind)
         writes.mentions.extend((new_id, entity) for entity in found)
+        said_from, said_until = said_range(document.kind, metadata, source_metadata)
         writes.chunk_inserts.append(
             {
                 "id": new_id,
@@ -220,10 +239,12 @@ def _plan(
                 "end_offset": span.end,
                 "metadata": metadata,
                 "created_at": at,
+                "said_from": said_from,
+                "said_until": said_until,
             }
         )
     writes.chunk_deletes.extend(chunk.id for chunk in previous if chunk.id not in kept)
-    metadata = canonical_json({**_kind_facts(document), **document.metadata})
+    metadata = source_metadata
     title = document.title
     if title is None:
         title = _derived_title(document, [c.metadata for c in as_is] + [s.metadata for s in spans])
@@ -303,12 +324,20 @@ def _stored_chunks(conn: Connection, source_ids: list[str]) -> dict[str, list[St
                 chunks.c.start_offset,
                 chunks.c.end_offset,
                 chunks.c.metadata,
+                chunks.c.said_from,
+                chunks.c.said_until,
             ).where(chunks.c.source_id.in_(batch))
         )
         for row in rows:
             found.setdefault(row.source_id, []).append(
                 StoredChunk(
-                    row.id, row.ordinal, row.text, row.start_offset, row.end_offset, row.metadata
+                    row.id,
+                    row.ordinal,
+                    row.text,
+                    row.start_offset,
+                    row.end_offset,
+                    row.metadata,
+                    (row.said_from, row.said_until),
                 )
             )
     return found

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from sqlalchemy import and_
+from sqlalchemy import and_, exists
 
 from lantern import validation
 from lantern.entities import names as entity_names
@@ -48,6 +48,8 @@ class EvidenceReads(EvidenceCore):
         mode: str | None = None,
         model: str | None = None,
         entity: str | Sequence[str] | None = None,
+        said_since: int | float | str | None = None,
+        said_until: int | float | str | None = None,
     ) -> SearchResults:
         """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`): a list
         of `SearchHit`s whose `more` says whether other chunks matched past `limit`.
@@ -58,8 +60,11 @@ class EvidenceReads(EvidenceCore):
         None, the default, is `hybrid` where semantic search can run and `any` where it cannot
         (`lantern.retrieval.modes`). `kind` and `source` (a source id or a URI prefix) take one
         value or several (any of them matches); `since`/`until` bound the time a chunk was
-        ingested (`since` <= created_at < `until`); `entity` keeps the chunks linked to any of these
-        entities (`KIND:NAME` or ids). A query with nothing searchable returns no
+        ingested (`since` <= created_at < `until`); `said_since`/`said_until` bound the time its
+        words were said (`lantern.evidence.said`): a chunk said over a range matches when that
+        range overlaps [`said_since`, `said_until`), and a chunk of unknown time never matches
+        either; `entity` keeps the chunks linked to any of these entities (`KIND:NAME` or ids).
+        A query with nothing searchable returns no
         hits. With `raw`, the query goes to the engine as it is (FTS5 or `to_tsquery` syntax;
         the mode is then `keyword`, the engine's own), and a malformed one raises
         `InvalidInput`. The result's `summary` says which mode ran, with which model, and how
@@ -81,6 +86,9 @@ class EvidenceReads(EvidenceCore):
                 LANTERN_EMBED_MODEL, then the store's default, then `minilm`.
             entity: Only chunks linked to any of these entities (`KIND:NAME` or an entity id), one
                 or a list; None, no such filter.
+            said_since: Only chunks whose words were said at or after this time (unix seconds or
+                ISO-8601); None, no bound.
+            said_until: Only chunks whose words were said before this time; None, no bound.
 
         Returns:
             The hits, best first, with `more` and the search's `summary`.
@@ -106,6 +114,8 @@ class EvidenceReads(EvidenceCore):
             since=None if since is None else validation.timestamp("since", since),
             until=None if until is None else validation.timestamp("until", until),
             entities=tuple(entity_names.id_of(key) for key in entity_names.keys(entity)),
+            said_since=validation.optional_timestamp("said_since", said_since),
+            said_until=validation.optional_timestamp("said_until", said_until),
         )
         checked_limit = validation.limit(limit)
         if not isinstance(query, str):
@@ -162,6 +172,8 @@ class EvidenceReads(EvidenceCore):
         with_chunks: bool = True,
         limit: int | None = None,
         after: int | None = None,
+        said_since: int | float | str | None = None,
+        said_until: int | float | str | None = None,
     ) -> Source:
         """A source by id or URI, with its chunks in order (unless `with_chunks` is False).
 
@@ -176,12 +188,20 @@ class EvidenceReads(EvidenceCore):
             limit: At most this many chunks on the page (1 to 1,000); None gives every chunk.
             after: The ordinal of the last chunk seen (a page's `next_cursor`); None starts at the
                 first chunk.
+            said_since: Only the chunks whose words were said at or after this time (unix seconds
+                or ISO-8601), as `search` reads it; None, no bound. `chunk_count` still counts
+                every chunk of the source.
+            said_until: Only the chunks whose words were said before this time; None, no bound.
 
         Raises:
             NotFound: No source with that id or URI.
         """
         size = None if limit is None else validation.limit(limit, maximum=MAX_CHUNK_PAGE)
         start = None if after is None else inputs.ordinal_cursor(after)
+        said = SearchFilters(
+            said_since=validation.optional_timestamp("said_since", said_since),
+            said_until=validation.optional_timestamp("said_until", said_until),
+        )
         with self._store.read() as conn:
             row = find_source(conn, ref)
             if not with_chunks:
@@ -189,6 +209,8 @@ class EvidenceReads(EvidenceCore):
             condition = chunks.c.source_id == row.id
             if start is not None:
                 condition = and_(condition, chunks.c.ordinal > start)
+            if said.values():
+                condition = and_(condition, *said.clauses())
             found = load_chunks(conn, condition, limit=None if size is None else size + 1)
         page, more = _page(found, size)
         next_cursor = page[-1].ordinal if more else None
@@ -201,17 +223,29 @@ class EvidenceReads(EvidenceCore):
         uri_prefix: str | None = None,
         limit: int = DEFAULT_SOURCE_LIMIT,
         offset: int = 0,
+        said_since: int | float | str | None = None,
+        said_until: int | float | str | None = None,
     ) -> Results[Source]:
         """Sources in URI order, with their chunk counts: a list of `Source`s whose `more` says
         whether others follow past `limit`.
+
+        `said_since` and `said_until` keep the sources with at least one chunk said in that
+        time, as `search` reads them (overlapping ranges match, unknown times never do).
 
         Args:
             kind: Only sources of these kinds, one or several; None, every kind.
             uri_prefix: Only sources whose URI starts with this text; None, every source.
             limit: At most this many sources (1 to 10,000).
             offset: Skip this many first.
+            said_since: Only sources with a chunk said at or after this time (unix seconds or
+                ISO-8601); None, no bound.
+            said_until: Only sources with a chunk said before this time; None, no bound.
         """
         kinds = inputs.filter_values("kind", kind)
+        said = SearchFilters(
+            said_since=validation.optional_timestamp("said_since", said_since),
+            said_until=validation.optional_timestamp("said_until", said_until),
+        )
         checked_limit = validation.limit(limit)
         stmt = source_select().order_by(sources.c.uri, sources.c.id)
         stmt = stmt.limit(checked_limit + 1).offset(validation.offset(offset))
@@ -220,6 +254,8 @@ class EvidenceReads(EvidenceCore):
         if uri_prefix is not None:
             prefix = inputs.filter_values("uri_prefix", uri_prefix)[0]
             stmt = stmt.where(starts_with(sources.c.uri, prefix))
+        if said.values():
+            stmt = stmt.where(exists().where(chunks.c.source_id == sources.c.id, *said.clauses()))
         with self._store.read() as conn:
             found = [to_source(row) for row in conn.execute(stmt)]
         return Results(found[:checked_limit], more=len(found) > checked_limit)

@@ -50,6 +50,10 @@ class Chunk:
     created_at: int
     entities: tuple[EntityRef, ...] = ()
     embeddings: tuple[EmbeddingInfo, ...] = ()
+    said_from: int | None = None
+    """When its words were said, from (unix seconds; `lantern.evidence.said`); None if unknown."""
+    said_until: int | None = None
+    """When its words were said, until (the same as `said_from` for a point in time)."""
 
     def to_json(self) -> JSONObject:
         """The chunk as JSON: the keys of docs/json.md ("Sources and chunks"), in that order."""
@@ -64,6 +68,8 @@ class Chunk:
             "created_at": self.created_at,
             "entities": [entity.to_json() for entity in self.entities],
             "embeddings": [embedding.to_json() for embedding in self.embeddings],
+            "said_from": self.said_from,
+            "said_until": self.said_until,
         }
 
 
@@ -120,23 +126,42 @@ class ChunkDetail:
     after: tuple[Chunk, ...] = ()
 
     def to_json(self) -> JSONObject:
-        """The chunk's keys, then `source`, `before` and `after` (`chunk show --json`)."""
+        """The chunk's keys, then `source`, `before` and `after` (`chunk show --json`); the
+        chunk's keys added since (`said_from`, `said_until`) come last, so that the older keys
+        keep their order."""
+        return self._rendered({})
+
+    def shown_json(self, cited_by: list[str]) -> JSONObject:
+        """`chunk show --json`: `to_json` with the records citing the chunk (`cited_by`) after
+        `after`, where it has always been."""
+        return self._rendered({"cited_by": cited_by})
+
+    def _rendered(self, extra: JSONObject) -> JSONObject:
+        rendered = self.chunk.to_json()
+        later = {key: rendered.pop(key) for key in _CHUNK_KEYS_ADDED}
         return {
-            **self.chunk.to_json(),
+            **rendered,
             "source": self.source.to_json(),
             "before": [chunk.to_json() for chunk in self.before],
             "after": [chunk.to_json() for chunk in self.after],
+            **extra,
+            **later,
         }
+
+
+_CHUNK_KEYS_ADDED = ("said_from", "said_until")
+"""The keys a chunk's JSON gained after `chunk show --json` had added its own after them."""
 
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
     """One search result; `score` is higher for better matches (docs/search.md, "Ranking").
 
-    The last four fields explain where the hit came from (`lantern.retrieval.modes`): the
-    ranking (`mode`), its 1-based place in the keyword ranking, and its place in the semantic
-    ranking and its cosine similarity, each None where that ranking did not run or did not
-    reach the chunk.
+    `mode`, `keyword_rank`, `semantic_rank` and `similarity` explain where the hit came from
+    (`lantern.retrieval.modes`): the ranking, its 1-based place in the keyword ranking, and its
+    place in the semantic ranking and its cosine similarity, each None where that ranking did
+    not run or did not reach the chunk. `said_from` and `said_until` say when the chunk's words
+    were said (`lantern.evidence.said`), None when unknown.
     """
 
     chunk_id: str
@@ -152,6 +177,8 @@ class SearchHit:
     keyword_rank: int | None
     semantic_rank: int | None = None
     similarity: float | None = None
+    said_from: int | None = None
+    said_until: int | None = None
 
     def to_json(self) -> JSONObject:
         """The hit as JSON: the keys of docs/json.md ("Search hits"), in that order."""
@@ -169,6 +196,8 @@ class SearchHit:
             "keyword_rank": self.keyword_rank,
             "semantic_rank": self.semantic_rank,
             "similarity": self.similarity,
+            "said_from": self.said_from,
+            "said_until": self.said_until,
         }
 
 

@@ -116,6 +116,8 @@ def load_chunks(
             created_at=row.created_at,
             entities=tuple(named.get(row.id, ())),
             embeddings=tuple(vectors.get(row.id, ())),
+            said_from=row.said_from,
+            said_until=row.said_until,
         )
         for row in rows
     ]

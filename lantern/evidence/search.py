@@ -105,6 +105,11 @@ class SearchFilters:
     """Chunks ingested before this time (unix seconds)."""
     entities: tuple[str, ...] = ()
     """Entity ids: a chunk qualifies when it is linked to any of them."""
+    said_since: int | None = None
+    """Chunks whose words were said at or after this time (unix seconds): whose said range
+    (`lantern.evidence.said`) ends at or after it. A chunk of unknown time never qualifies."""
+    said_until: int | None = None
+    """Chunks whose words were said before this time: whose said range starts before it."""
 
     def values(self) -> dict[str, Any]:
         """The bound values of `clauses`, named; their names are the shape of the SQL."""
@@ -120,6 +125,10 @@ class SearchFilters:
             found["until"] = self.until
         for i, entity in enumerate(self.entities):
             found[f"entity_{i}"] = entity
+        if self.said_since is not None:
+            found["said_since"] = self.said_since
+        if self.said_until is not None:
+            found["said_until"] = self.said_until
         return found
 
     def clauses(self) -> list[ColumnElement[bool]]:
@@ -148,6 +157,12 @@ class SearchFilters:
         if self.entities:
             binds = [_bound(values, f"entity_{i}") for i in range(len(self.entities))]
             found.append(chunk_clause(binds))
+        # A chunk said over a range matches when that range overlaps [said_since, said_until):
+        # it ends at or after the start and starts before the end. NULL (unknown) fails both.
+        if self.said_since is not None:
+            found.append(chunks.c.said_until >= _bound(values, "said_since"))
+        if self.said_until is not None:
+            found.append(chunks.c.said_from < _bound(values, "said_until"))
         return found
 
 
@@ -217,6 +232,8 @@ def _columns() -> list[Any]:
         chunks.c.ordinal,
         chunks.c.start_offset,
         chunks.c.end_offset,
+        chunks.c.said_from,
+        chunks.c.said_until,
     ]
 
 
@@ -281,6 +298,8 @@ def _postgres_statement(filters: SearchFilters) -> Select[Any]:
         *(best.c[name] for name in ("id", "source_id", "uri", "kind", "ordinal")),
         best.c.start_offset,
         best.c.end_offset,
+        best.c.said_from,
+        best.c.said_until,
         best.c.score,
         snippet.label("snippet"),
     ).order_by(best.c.score.desc(), best.c.id)
@@ -295,10 +314,12 @@ def _hit(row: Any, mode: SearchMode, rank: int) -> SearchHit:
         ordinal=row[4],
         start_offset=row[5],
         end_offset=row[6],
-        score=float(row[7]),
-        snippet=row[8] or "",
+        score=float(row[9]),
+        snippet=row[10] or "",
         mode=mode.value,
         keyword_rank=rank,
+        said_from=row[7],
+        said_until=row[8],
     )
 
 

@@ -96,6 +96,8 @@ def search_by_meaning(
                 keyword_rank=item.keyword_rank,
                 semantic_rank=item.semantic_rank,
                 similarity=item.similarity,
+                said_from=base.said_from,
+                said_until=base.said_until,
             )
         )
     return hits, searcher.without_vector()
@@ -150,6 +152,8 @@ class _Nearest:
                     chunks.c.start_offset,
                     chunks.c.end_offset,
                     func.substr(SEARCHABLE, 1, _SNIPPET_CHARS),
+                    chunks.c.said_from,
+                    chunks.c.said_until,
                 )
                 .select_from(found)
                 .where(*by_id, *self._filters.clauses())
@@ -214,6 +218,8 @@ def _semantic_hit(row: Any, similarity: float, rank: int | None, mode: SearchMod
         keyword_rank=None,
         semantic_rank=rank,
         similarity=similarity if rank is not None else None,
+        said_from=row[8],
+        said_until=row[9],
     )
 
 

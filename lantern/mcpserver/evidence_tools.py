@@ -68,13 +68,15 @@ def _source_show(lt: Lantern, args: Args) -> ToolOutput:
         with_chunks=not args.get("no_chunks", False),
         limit=args.get("limit", CHUNK_PAGE),
         after=args.get("after"),
+        said_since=args.get("said_since"),
+        said_until=args.get("said_until"),
     )
     return ToolOutput(found.shown_json(lt.cited_by(f"source:{found.id}", through_chunks=True)))
 
 
 def _chunk_show(lt: Lantern, args: Args) -> ToolOutput:
     detail = lt.evidence.get_chunk(args["id"], context=args.get("context", 0))
-    return ToolOutput({**detail.to_json(), "cited_by": lt.cited_by(f"chunk:{detail.chunk.id}")})
+    return ToolOutput(detail.shown_json(lt.cited_by(f"chunk:{detail.chunk.id}")))
 
 
 def _ingest_text(lt: Lantern, args: Args) -> ToolOutput:
@@ -104,11 +106,14 @@ EVIDENCE_TOOLS = (
             + '"quoted words" match together, word* a prefix; anything else is literal text. '
             'Returns {"hits": [{"chunk_id", "source_id", "uri", "kind", "ordinal", '
             '"start_offset", "end_offset", "score", "snippet", "mode", "keyword_rank", '
-            '"semantic_rank", "similarity"}], "search": {"mode", "model", "without_vector"}}: '
+            '"semantic_rank", "similarity", "said_from", "said_until"}], "search": {"mode", '
+            '"model", "without_vector"}}: '
             "score higher for better matches (the fused score in hybrid, the cosine in "
             "semantic), snippets mark word matches with « and », mode the ranking the hit came "
             "from, keyword_rank, semantic_rank and similarity its places in the rankings (null "
-            "where a ranking did not place it)."
+            "where a ranking did not place it), said_from and said_until when the chunk's words "
+            "were said (unix seconds: a transcript chunk's first and last turn times, a file's "
+            "modification time; null when unknown)."
         ),
         input_schema=arguments(
             {
@@ -122,6 +127,15 @@ EVIDENCE_TOOLS = (
                 ),
                 "since": described(TIME, f"Chunks ingested at or after this time: {TIME_HELP}."),
                 "until": described(TIME, f"Chunks ingested before this time: {TIME_HELP}."),
+                "said_since": described(
+                    TIME,
+                    "Chunks whose words were said at or after this time (a chunk said over a "
+                    "range matches when the range overlaps; one of unknown time never): "
+                    f"{TIME_HELP}.",
+                ),
+                "said_until": described(
+                    TIME, f"Chunks whose words were said before this time: {TIME_HELP}."
+                ),
                 "entity": ENTITY_FILTER,
                 "limit": limit(20),
                 "raw": described(
@@ -165,6 +179,14 @@ EVIDENCE_TOOLS = (
                     "minimum": 0,
                     "description": "Continue after the chunk of this ordinal: a next_cursor.",
                 },
+                "said_since": described(
+                    TIME,
+                    "Only the chunks whose words were said at or after this time (a chunk said "
+                    f"over a range matches when the range overlaps): {TIME_HELP}.",
+                ),
+                "said_until": described(
+                    TIME, f"Only the chunks whose words were said before this time: {TIME_HELP}."
+                ),
             },
             "id",
         ),

@@ -131,6 +131,8 @@ HISTORY = _object(
 )
 
 _OFFSET = _nullable(_INT)
+_SAID: dict[str, Schema] = {"said_from": _nullable(_INT), "said_until": _nullable(_INT)}
+"""When a chunk's words were said (unix seconds), null when unknown."""
 _CHUNK_FIELDS: dict[str, Schema] = {
     "id": _STR,
     "source_id": _STR,
@@ -142,6 +144,7 @@ _CHUNK_FIELDS: dict[str, Schema] = {
     "created_at": _INT,
     "entities": _array(_object({"id": _STR, "name": _STR, "kind": _STR})),
     "embeddings": _array(_object({"model": _STR, "dim": _INT})),
+    **_SAID,
 }
 _CHUNK = _object(_CHUNK_FIELDS)
 _SOURCE_FIELDS: dict[str, Schema] = {
@@ -172,6 +175,7 @@ HITS = _object(
                     "score": _NUMBER,
                     "snippet": _STR,
                     **_ORIGIN,
+                    **_SAID,
                 }
             )
         ),

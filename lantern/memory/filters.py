@@ -56,6 +56,12 @@ class MemoryFilter:
     """Inclusive: `updated_at >= updated_since`."""
     updated_before: int | None = None
     """Exclusive: `updated_at < updated_before`."""
+    said_since: int | None = None
+    """Inclusive: `created_at >= said_since`. A record was said when it was created (a revision
+    is a new record, created when it was said); the evidence's said filters read the same way
+    (`lantern.evidence.search.SearchFilters`)."""
+    said_until: int | None = None
+    """Exclusive: `created_at < said_until`."""
     expires_before: int | None = None
     """Exclusive: records with an `expires_at`, earlier than this (what expires soon)."""
     cites: tuple[tuple[str, str], ...] = ()

@@ -133,6 +133,8 @@ class MemoryReads(MemoryCore):
         min_confidence: float | None = None,
         updated_since: int | float | str | None = None,
         updated_before: int | float | str | None = None,
+        said_since: int | float | str | None = None,
+        said_until: int | float | str | None = None,
         expires_before: int | float | str | None = None,
         cites: Refs = None,
         after: str | None = None,
@@ -158,6 +160,9 @@ class MemoryReads(MemoryCore):
             updated_since: Only records updated at or after this time (unix seconds or ISO-8601);
                 None, no bound.
             updated_before: Only records updated before this time; None, no bound.
+            said_since: Only records said (created) at or after this time (unix seconds or
+                ISO-8601); None, no bound.
+            said_until: Only records said (created) before this time; None, no bound.
             expires_before: Only records that expire before this time; None, no bound.
             cites: Only records that cite any of these references (`TYPE:ID`, or an object with a
                 `type` and an `id`), one or a list; None, no such filter.
@@ -347,6 +352,8 @@ class MemoryReads(MemoryCore):
         min_confidence: float | None = None,
         updated_since: int | float | str | None = None,
         updated_before: int | float | str | None = None,
+        said_since: int | float | str | None = None,
+        said_until: int | float | str | None = None,
         expires_before: int | float | str | None = None,
         cites: Refs = None,
         after: str | None = None,
@@ -386,6 +393,9 @@ class MemoryReads(MemoryCore):
             updated_since: Only records updated at or after this time (unix seconds or ISO-8601);
                 None, no bound.
             updated_before: Only records updated before this time; None, no bound.
+            said_since: Only records said (created) at or after this time (unix seconds or
+                ISO-8601); None, no bound.
+            said_until: Only records said (created) before this time; None, no bound.
             expires_before: Only records that expire before this time; None, no bound.
             cites: Only records that cite any of these references (`TYPE:ID`, or an object with a
                 `type` and an `id`), one or a list; None, no such filter.

@@ -78,6 +78,9 @@ class ChunkRow(Base):
     __table_args__ = (
         UniqueConstraint("source_id", "ordinal"),
         Index("idx_chunks_source", "source_id"),
+        # Said-time filters (`lantern.evidence.search.SearchFilters`) walk these indexes.
+        Index("ix_chunks_said_from", "said_from", "said_until"),
+        Index("ix_chunks_said_until", "said_until"),
     )
 
     id: Mapped[str] = mapped_column(Text, primary_key=True)
@@ -90,6 +93,10 @@ class ChunkRow(Base):
         "metadata", JSONText(), server_default=sql_text("'{}'")
     )
     created_at: Mapped[int] = mapped_column(UnixTime)
+    # When the chunk's words were said (revision 0011, `lantern.evidence.said`): the first and
+    # last turn times of a transcript chunk, a file's modification time; NULL when unknown.
+    said_from: Mapped[int | None] = mapped_column(UnixTime)
+    said_until: Mapped[int | None] = mapped_column(UnixTime)
 
 
 class ChunkSearchTextRow(Base):

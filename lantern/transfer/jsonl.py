@@ -51,6 +51,7 @@ from sqlalchemy import Connection, String, Table, exists, select, update
 from lantern import validation
 from lantern.errors import InvalidInput
 from lantern.evidence import searchindex
+from lantern.evidence.said import TRANSCRIPT, said_range
 from lantern.evidence.searchtext import search_text
 from lantern.memory import fts as memory_fts
 from lantern.memory import history, identity
@@ -490,6 +491,9 @@ class _Importer:
         self.skipped_sources: set[str] = set()
         self.source_kinds: dict[str, str] = {}
         """The kinds of the sources this import adds: their chunks' searchable text needs it."""
+        self.source_dates: dict[str, tuple[int | None, int | None]] = {}
+        """When the words of the non-transcript sources this import adds were said (their
+        `mtime`, `lantern.evidence.said`): their chunks take it."""
         self.skipped_chunks: set[str] = set()
         self.memory_lines: set[str] = set()
         self.ignored: Counter[str] = Counter()
@@ -607,6 +611,11 @@ class _Importer:
         new = [values for _n, values in batch if values["id"] not in present]
         self.skipped_sources |= present
         self.source_kinds.update((values["id"], values["kind"]) for values in new)
+        self.source_dates.update(
+            (values["id"], said)
+            for values in new
+            if (said := said_range(values["kind"], None, values.get("metadata"))) != (None, None)
+        )
         self._insert(sources, new)
         self._count("source", len(new), len(batch))
 
@@ -623,6 +632,13 @@ class _Importer:
             if (found := search_text(kinds.get(values["source_id"]), values["text"])) is not None
         ]
         searchindex.write(self.conn, searchable)
+        for values in new:
+            kind = kinds.get(values["source_id"])
+            if kind == TRANSCRIPT:
+                said = said_range(kind, values.get("metadata"), None)
+            else:
+                said = self.source_dates.get(values["source_id"], (None, None))
+            values["said_from"], values["said_until"] = said
         self._insert(chunks, new)
         self._count("chunk", len(new), len(batch))
 

@@ -122,7 +122,7 @@ def chunk(site: Site, params: Params, chunk_id: str) -> View:
             ],
             "more_citing": len(cited_by) > len(citing),
         },
-        twins={"": lambda: {**detail.to_json(), "cited_by": cited_by}},
+        twins={"": lambda: detail.shown_json(cited_by)},
         commands=[
             Command(
                 "this page",
