@@ -165,7 +165,14 @@ async def connected(target: Target) -> AsyncIterator[ClientSession]:
         else:
             url, token = target
             headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-            http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
+            # The timeouts the SDK gives its own clients (30 s, and 300 s to read a response
+            # stream): a bare httpx client gives up reading after 5 s, and a call queued
+            # behind seven others at 100,000 records can take longer than that, which the
+            # SDK reports as "SSE stream ended without a response".
+            timeout = httpx2.Timeout(30, read=300)
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=headers, timeout=timeout)
+            )
             read, write = await stack.enter_async_context(
                 streamable_http_client(url, http_client=http)
             )

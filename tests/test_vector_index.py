@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from lantern.api import Lantern
-from lantern.indexes import place, vectors
+from lantern.indexes import graph, place, vectors
 from lantern.memory import topk
 from lantern.semantic import index
 from lantern.semantic.sides import MEMORY
@@ -737,3 +737,110 @@ def test_a_vector_scores_the_same_wherever_its_row_lies() -> None:
     with_dead = np.vstack([np.zeros((3, 256), np.float32), matrix])
     scored = index.scores(loaded(with_dead, dead=np.arange(3, dtype=np.int64)), query)
     assert np.isneginf(scored[:3]).all() and np.array_equal(scored[3:], whole)
+
+
+# --- the nearest-neighbour graph -------------------------------------------------------------
+
+
+@pytest.fixture
+def graphed(lt: Lantern, monkeypatch: pytest.MonkeyPatch) -> Lantern:
+    """The 60 records' index with a graph (`lantern.indexes.graph`), built as `lantern db
+    rebuild-index` builds it for a large store, and searches that walk it whatever the size."""
+    pytest.importorskip("usearch")
+    monkeypatch.setattr(graph, "BUILD_FROM", 1)
+    monkeypatch.setattr(index, "_GRAPH_FROM", 1)
+    monkeypatch.setattr(index, "_GRAPH_SHARE", 1)
+    built = vectors.build(lt.store, directory(lt), HASHING)
+    assert built["graph_rows"] == 60
+    return lt
+
+
+def graph_bytes(lt: Lantern) -> bytes:
+    return b"".join(path.read_bytes() for _rows, path in graph.files(generation(lt)))
+
+
+@pytest.mark.usefixtures("keyword_side_in_the_database")
+def test_a_graph_gives_the_pages_of_exact_search(
+    graphed: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its candidates are scored again against the matrix and filtered by the store, and a
+    search whose filters it cannot satisfy goes on exactly: on a graph that holds every row
+    within reach (60 rows, a walk of 1,024), the pages are exact search's, scores included."""
+    loaded = index.load(graphed.store, MEMORY, HASHING)
+    assert loaded.graph is not None and loaded.graph.rows == 60
+    agree(graphed, monkeypatch)
+    monkeypatch.setenv(graph.ENV_VAR, "exact")
+    index.forget_cached()
+    assert index.load(graphed.store, MEMORY, HASHING).graph is None
+    monkeypatch.delenv(graph.ENV_VAR)
+
+
+@pytest.mark.usefixtures("keyword_side_in_the_database")
+def test_a_graph_follows_writes_and_forgets(
+    graphed: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows appended after the graph are searched exactly, replaced and removed rows are never
+    proposed, and a forgotten record's vector leaves the graph's file as it leaves the
+    matrix."""
+    ids = [record.id for record in graphed.memory.list(limit=100)]
+    forgotten, replaced = ids[0], ids[1]
+    old = row_bytes(graphed, forgotten)
+    assert old in graph_bytes(graphed)
+    added = add(graphed, 5, seed=13)
+    graphed.memory.update(replaced, content="A new text about the garden and the bicycle.")
+    graphed.embed(sources=False)
+    graphed.memory.forget(forgotten)
+    assert old not in graph_bytes(graphed)
+    loaded = index.load(graphed.store, MEMORY, HASHING)
+    assert loaded.graph is not None and loaded.graph.rows == 60 and len(loaded.ids) > 60
+    assert set(added) <= set(live_ids(graphed)) and forgotten not in live_ids(graphed)
+    agree(graphed, monkeypatch)
+    assert vectors.status(graphed.store)[0]["graph_rows"] == 60
+
+
+def test_check_finds_a_graph_that_differs_from_the_index(graphed: Lantern) -> None:
+    graphed.memory.search("rosa", mode="semantic")
+    loaded = index.load(graphed.store, MEMORY, HASHING)
+    assert loaded.graph is not None
+    vector = np.asarray(loaded.matrix[0], dtype="<f4")
+    graph.zero(loaded.graph.path, [vector], np.array([0]))
+    [problem] = vectors.check(graphed.store)
+    assert "in its graph differs from the index's" in problem
+    vectors.build(graphed.store, directory(graphed), HASHING)
+    assert vectors.check(graphed.store) == []
+
+
+def test_a_process_killed_while_naming_a_graph_leaves_a_store_that_searches_right(
+    graphed: Lantern, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "paused"
+    script = (
+        "import sys\nfrom lantern.indexes import graph\ngraph.BUILD_FROM = 1\n"
+        "from lantern.cli import main\nsys.argv = ['lantern', '--db', sys.argv[1], 'db', "
+        "'rebuild-index']\nmain()\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, str(db_path)],
+        cwd=REPO_ROOT,
+        env={**os.environ, "LANTERN_TEST_GRAPH_PAUSE": str(marker)},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    # The killed rebuild published its matrix, not its graph: searched exactly, and right.
+    assert graph.files(generation(graphed)) == []
+    index.forget_cached()
+    assert index.load(graphed.store, MEMORY, HASHING).graph is None
+    assert vectors.check(graphed.store) == []
+    assert vectors.build(graphed.store, directory(graphed), HASHING)["graph_rows"] == 60
+    assert [p.name for p in generation(graphed).iterdir() if "graph" in p.name] == [
+        "graph-60.usearch"
+    ]

@@ -70,6 +70,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from lantern.indexes.graph import Graph
+
 PREFIX = "vectors-memory-"
 """Every vector index's name starts so (`vectors-memory-<model, sanitised>-<hash>`)."""
 AUTO_BUILD_UP_TO = 50_000
@@ -309,6 +311,8 @@ class Snapshot:
     matrix: NDArray[np.float32]
     ids: IdColumn
     dead: NDArray[np.int64]
+    graph: Graph | None = None
+    """The generation's nearest-neighbour graph (`lantern.indexes.graph`), if it has one."""
 
     @property
     def live(self) -> int:
@@ -335,7 +339,10 @@ def _map(generation: Path, manifest: Manifest, token: str | None) -> Snapshot:
     if len(dead):
         alive = np.ones(rows, dtype=np.bool_)
         alive[dead] = False
-    return Snapshot(generation, manifest, token, matrix, IdColumn(ids, alive), dead)
+    from lantern.indexes import graph
+
+    found = graph.current(generation, rows, dim) if rows and dim else None
+    return Snapshot(generation, manifest, token, matrix, IdColumn(ids, alive), dead, found)
 
 
 def _dead_rows(generation: Path, manifest: Manifest) -> NDArray[np.int64]:
@@ -462,9 +469,48 @@ def build(store: Store, directory: Path, model: str) -> dict[str, Any]:
                 "try again when it is done"
             )
         snapshot = _build(store, directory, model)
+    snapshot = _with_graph(store, directory, snapshot)
     with store.read() as conn:
         now = Mark.now(conn, feed.MEMORY_VECTOR)
     return _status_of(snapshot.generation, snapshot.manifest, now)
+
+
+def _with_graph(store: Store, directory: Path, snapshot: Snapshot) -> Snapshot:
+    """The snapshot's generation with a nearest-neighbour graph of its rows, when it has
+    enough live vectors for one (`graph.BUILD_FROM`) and usearch is installed.
+
+    The graph is built without the lock (minutes at a million vectors, while searches and
+    catch-ups go on), from rows that are never rewritten, only zeroed by a forget; it is named
+    under the lock, after the rows forgotten meanwhile are zeroed in it too. If another
+    generation replaced this one meanwhile, the graph is dropped."""
+    import numpy as np
+
+    from lantern.indexes import graph
+
+    manifest = snapshot.manifest
+    if not graph.available() or snapshot.live < graph.BUILD_FROM or not manifest.dim:
+        return snapshot
+    generation = snapshot.generation
+    staged, built = graph.build(generation, snapshot.matrix, snapshot.dead)
+    name = name_of(manifest.model)
+    try:
+        with place.locked(directory, name) as held:
+            if not held or place.current(directory, name) != generation:
+                return snapshot
+            now = Manifest.read(generation)
+            later = _map(generation, now, snapshot.token)
+            for row in np.setdiff1d(later.dead, snapshot.dead):
+                held_vector = built.get(int(row))
+                if (
+                    row < manifest.rows
+                    and held_vector is not None
+                    and not later.matrix[int(row)].any()
+                ):  # forgotten while the graph was built
+                    graph.zero(staged, [np.asarray(held_vector, dtype="<f4")], row[None])
+            graph.publish(generation, staged, manifest.rows)
+            return _map(generation, now, snapshot.token)
+    finally:
+        staged.unlink(missing_ok=True)
 
 
 def models(store: Store) -> list[str]:
@@ -613,6 +659,9 @@ def _catch_up(
     newly_dead = finder.live_rows(dead_before, [*changed, *gone])
     wiped = finder.rows(sorted(gone))
     if len(wiped):
+        from lantern.indexes import graph
+
+        graph.forget(generation, _map(generation, manifest, token).matrix, wiped)
         _wipe(generation, manifest, wiped)
     if len(newly_dead):
         with open(generation / _DEAD, "ab") as dead:
@@ -881,6 +930,7 @@ def status(store: Store) -> list[dict[str, Any]]:
                 "bytes": 0,
                 "current": False,
                 "built": False,
+                "graph_rows": 0,
             }
     if directory is not None and now is not None and directory.is_dir():
         for name in _names(directory):
@@ -903,7 +953,16 @@ def _status_of(generation: Path, manifest: Manifest, now: Mark) -> dict[str, Any
         "bytes": place.size(generation),
         "current": manifest.mark == now,
         "built": True,
+        "graph_rows": _graph_rows(generation),
     }
+
+
+def _graph_rows(generation: Path) -> int:
+    """The rows the generation's nearest-neighbour graph covers (0: none, searched exactly)."""
+    from lantern.indexes import graph
+
+    found = graph.files(generation)
+    return found[0][0] if found else 0
 
 
 def check(store: Store) -> list[str]:
@@ -987,6 +1046,13 @@ def _compare(store: Store, snapshot: Snapshot) -> list[str]:
         if not np.allclose(snapshot.matrix[row], expected, rtol=0, atol=_TOLERANCE):
             problems.append(f"the vector of {item} differs from the table's")
             break
+    if snapshot.graph is not None:
+        from lantern.indexes import graph
+
+        # Live rows must hold the matrix's vectors in the graph, and zeroed (forgotten) rows
+        # zeros: a forgotten record's vector must not stay in the graph's file.
+        rows = [*sample, *(int(row) for row in snapshot.dead[:_CHECK_SAMPLE])]
+        problems.extend(graph.check(snapshot.graph, snapshot.matrix, iter(rows)))
     return problems
 
 

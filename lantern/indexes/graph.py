@@ -1,0 +1,295 @@
+"""An approximate nearest-neighbour graph (HNSW, by usearch) over a vector index's rows.
+
+Why: exact search is one product of the query with every vector, linear in the records (tens
+of milliseconds at 100,000, half a second at a million). A graph finds the nearest rows by
+visiting a few thousand of them, whatever the store's size. It is approximate, so it only
+proposes rows: every row it proposes is scored again against the vector index's own matrix
+(the same cosine an exact search gives, bit for bit), every proposed row is read back from
+the store with the search's filters, and a search whose filters reject most of what the graph
+proposes goes on exactly (`lantern.semantic.index.nearest`).
+
+What a graph file holds: `graph-<rows>.usearch` in a generation of the vector index
+(`lantern.indexes.vectors`) is usearch's file of the generation's rows below `rows` that
+were live when it was built, each under its row number as key (inner product over the rows,
+which are of unit length). Rows appended since (`rows` and beyond) are searched exactly, and
+dead rows are left out of what it proposes by the generation's dead rows; so a graph never
+needs a catch-up of its own to be right, only to stay fast: `lantern db rebuild-index` builds
+the vector index and its graph anew.
+
+How it stays right under kill and concurrency: a graph is built from the rows of a published
+generation (rows below the manifest's count are never rewritten, except zeroed), saved to a
+temporary file, synced, and given its name with `os.replace` under the index's lock, after
+the rows that were forgotten while it was built are zeroed in it; a reader opens the file
+with the highest count that the manifest covers, memory-mapped. A forgotten record's vector
+must leave the disk: a catch-up that zeroes a row of the matrix first zeroes the same vector
+in every graph file of the generation (`forget`), or removes the file where usearch is not
+installed.
+
+Exact search stays: a model with fewer than `BUILD_FROM` live vectors gets no graph, and
+`LANTERN_VECTOR_SEARCH=exact` makes every search ignore the graphs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+ENV_VAR = "LANTERN_VECTOR_SEARCH"
+"""`exact` makes every search compare the query with every vector (no graph is read)."""
+BUILD_FROM = 50_000
+"""Live vectors from which `lantern db rebuild-index` builds a model's graph. Below it exact
+search costs a few milliseconds, no more than the graph and its exact tail would."""
+CONNECTIVITY = 32
+"""Edges a node keeps in each layer of the graph (usearch's `connectivity`, HNSW's M)."""
+EXPANSION_ADD = 200
+"""Candidates weighed while a row is linked in (HNSW's efConstruction)."""
+EXPANSION_SEARCH = 1024
+"""Candidates a search keeps while it walks the graph (HNSW's ef), at the least; a deeper
+round asks for more. Chosen for a recall@10 of 0.98 against exact search on the benchmark's
+random 384-dimension vectors at 100,000 records (docs/performance.md)."""
+_PATTERN = re.compile(r"graph-(\d+)\.usearch")
+_COPY = 65_536
+_KILL_HOOK = "LANTERN_TEST_GRAPH_PAUSE"
+"""Tests only: a file path; a build that has saved its graph but not named it creates it and
+waits, so that a test can kill the process at that moment."""
+
+
+def available() -> bool:
+    """Whether usearch is installed (the `index` extra)."""
+    from importlib.util import find_spec
+
+    return find_spec("usearch") is not None
+
+
+def exact_only() -> bool:
+    """Whether the environment asks for exact search alone (`LANTERN_VECTOR_SEARCH=exact`)."""
+    return os.environ.get(ENV_VAR, "").strip().lower() == "exact"
+
+
+def files(generation: Path) -> list[tuple[int, Path]]:
+    """The graph files of a generation with the rows each covers, most rows first."""
+    found = []
+    with _suppressed():
+        for entry in os.scandir(generation):
+            matched = _PATTERN.fullmatch(entry.name)
+            if matched:
+                found.append((int(matched[1]), Path(entry.path)))
+    return sorted(found, reverse=True)
+
+
+class _suppressed:
+    """A generation removed meanwhile has no graph files."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: object, trace: object) -> bool:
+        return isinstance(exc, FileNotFoundError | NotADirectoryError)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Graph:
+    """A graph file, memory-mapped (read-only), covering rows below `rows`."""
+
+    path: Path
+    rows: int
+    index: Any
+    lock: threading.Lock
+
+    def search(self, query: NDArray[np.float32], count: int) -> NDArray[np.int64]:
+        """The keys (rows) of about the `count` nearest vectors, nearest first (fewer when the
+        graph holds fewer)."""
+        import numpy as np
+
+        with self.lock:  # the expansion is the index's setting, shared by every thread
+            self.index.expansion_search = max(EXPANSION_SEARCH, 2 * count)
+            found = self.index.search(query, count, threads=1)
+        return np.asarray(found.keys, dtype=np.int64)
+
+
+_opened: dict[str, Graph] = {}
+_opened_lock = threading.Lock()
+
+
+def current(generation: Path, rows: int, dim: int) -> Graph | None:
+    """The graph that covers the most of the generation's first `rows` rows, mapped; None
+    when there is none, usearch is missing, exact search is asked for, or it cannot be
+    read (the search is exact then)."""
+    if exact_only() or not available():
+        return None
+    for covered, path in files(generation):
+        if covered > rows:
+            continue  # made by a catch-up whose manifest was never written: not ours
+        key = str(path)
+        with _opened_lock:
+            found = _opened.get(key)
+        if found is not None:
+            return found
+        try:
+            from usearch.index import Index
+
+            index = Index.restore(key, view=True)
+        except (OSError, RuntimeError, ValueError):
+            return None
+        if index is None or index.ndim != dim:
+            return None
+        graph = Graph(path, covered, index, threading.Lock())
+        with _opened_lock:
+            if len(_opened) >= 8:
+                _opened.pop(next(iter(_opened)))
+            _opened[key] = graph
+        return graph
+    return None
+
+
+def build(
+    generation: Path,
+    matrix: NDArray[np.float32],
+    dead: NDArray[np.int64],
+    staged_name: str = ".graph.new",
+) -> tuple[Path, Any]:
+    """A graph of the matrix's live rows, saved and synced to a temporary file of the
+    generation (not yet named: `publish` does that); the file and the index in memory."""
+    import numpy as np
+    from usearch.index import Index
+
+    rows, dim = matrix.shape
+    alive = np.ones(rows, dtype=np.bool_)
+    alive[dead] = False
+    index = Index(
+        ndim=dim,
+        metric="ip",
+        dtype="f32",
+        connectivity=CONNECTIVITY,
+        expansion_add=EXPANSION_ADD,
+    )
+    for start in range(0, rows, _COPY):
+        keys = np.flatnonzero(alive[start : start + _COPY]).astype(np.uint64) + np.uint64(start)
+        if len(keys):
+            block = np.ascontiguousarray(
+                matrix[start : start + _COPY][alive[start : start + _COPY]]
+            )
+            index.add(keys, block, threads=0)
+    staged = generation / staged_name
+    index.save(str(staged))
+    fd = os.open(staged, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.chmod(staged, 0o600)
+    return staged, index
+
+
+def publish(generation: Path, staged: Path, rows: int) -> Path:
+    """Name a staged graph as covering `rows` rows (the caller holds the index's lock), then
+    remove the generation's other graph files."""
+    from lantern.indexes import vectors
+
+    final = generation / f"graph-{rows}.usearch"
+    _pause_for_a_test()
+    os.replace(staged, final)
+    vectors._sync_directory(generation)
+    for _covered, other in files(generation):
+        if other != final:
+            other.unlink(missing_ok=True)
+    return final
+
+
+def forget(generation: Path, matrix: NDArray[np.float32], rows: NDArray[np.int64]) -> None:
+    """Zero, in every graph file of the generation, the vectors that `rows` of the matrix
+    hold now (called before the matrix's rows are zeroed); without usearch (whose metadata
+    says where a file's vectors begin) the files are removed instead."""
+    import numpy as np
+
+    graphs = files(generation)
+    if not graphs or not len(rows):
+        return
+    for covered, path in graphs:
+        wanted = rows[rows < covered]
+        if not len(wanted):
+            continue
+        if not available():
+            path.unlink(missing_ok=True)
+            continue
+        zero(path, [np.asarray(matrix[int(row)], dtype="<f4") for row in wanted], wanted)
+
+
+def zero(path: Path, vectors: list[NDArray[np.float32]], slots: NDArray[np.int64]) -> None:
+    """Overwrite each of `vectors` in the file's matrix of vectors with zeros, in place: at
+    its row's slot when it is there (a graph is built in row order), else wherever it is."""
+    import numpy as np
+    from usearch.index import Index
+
+    meta = Index.metadata(str(path))
+    if meta is None:
+        path.unlink(missing_ok=True)
+        return
+    dim = int(meta["dimensions"])
+    count = int(meta["count_present"]) + int(meta["count_deleted"])
+    header = 16 if meta["matrix_uses_64_bit_dimensions"] else 8
+    if not count or os.path.getsize(path) < header + 4 * dim * count:
+        path.unlink(missing_ok=True)  # not laid out as expected: the file goes instead
+        return
+    stored = np.memmap(path, dtype="<f4", mode="r+", offset=header, shape=(count, dim))
+    try:
+        for vector, slot in zip(vectors, slots, strict=True):
+            if not vector.any():
+                continue  # zeroed already
+            if slot < count and np.array_equal(stored[int(slot)], vector):
+                stored[int(slot)] = 0
+                continue
+            for start in range(0, count, _COPY):
+                block = stored[start : start + _COPY]
+                for hit in np.flatnonzero((block == vector).all(axis=1)):
+                    stored[start + int(hit)] = 0
+        stored.flush()
+    finally:
+        del stored
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def check(graph: Graph, matrix: NDArray[np.float32], sample: Iterator[int]) -> list[str]:
+    """What is wrong with a graph beside its generation's matrix: a sampled row whose vector
+    in the graph differs from the matrix's (a zeroed row must be zero in the graph too)."""
+    import numpy as np
+
+    problems = []
+    if graph.index.ndim != matrix.shape[1]:
+        return [f"its graph has {graph.index.ndim} dimensions, the vectors {matrix.shape[1]}"]
+    if len(graph.index) > graph.rows:
+        return [f"its graph holds {len(graph.index)} rows, more than the {graph.rows} it covers"]
+    for row in sample:
+        if row >= graph.rows:
+            continue
+        held = graph.index.get(row)
+        if held is None:
+            continue  # dead when the graph was built
+        expected = matrix[row]
+        if not np.allclose(np.asarray(held, dtype=np.float32), expected, rtol=0, atol=1e-6):
+            problems.append(f"the vector of row {row} in its graph differs from the index's")
+            break
+    return problems
+
+
+def _pause_for_a_test() -> None:
+    hook = os.environ.get(_KILL_HOOK)
+    if not hook:
+        return
+    import time
+
+    Path(hook).touch()
+    time.sleep(60)
