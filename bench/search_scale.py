@@ -56,7 +56,8 @@ import tantivy  # noqa: E402
 
 from lantern import Lantern  # noqa: E402
 from lantern.embeddings.hashing import HashingProvider  # noqa: E402
-from lantern.indexes import place, vectors, words  # noqa: E402
+from lantern.indexes import graph, place, vectors, words  # noqa: E402
+from lantern.semantic import index  # noqa: E402
 
 FTS_AND = (
     "SELECT memory_records.id, -bm25(memory_fts) AS score FROM memory_fts "
@@ -145,6 +146,33 @@ class Floor:
         return [self.ids[i] for i in best[np.argsort(-scores[best])]]
 
 
+class exact_search:
+    """Searches compare the query with every vector (`LANTERN_VECTOR_SEARCH=exact`)."""
+
+    def __enter__(self) -> None:
+        os.environ[graph.ENV_VAR] = "exact"
+        index.forget_cached()
+
+    def __exit__(self, *exc: object) -> None:
+        del os.environ[graph.ENV_VAR]
+        index.forget_cached()
+
+
+def recall(lt: Lantern, questions: list[str]) -> float:
+    """recall@10 of semantic search (through the graph where the index has one) against the
+    same search made exactly: the share of exact search's first ten it finds."""
+
+    def first_ten() -> list[set[str]]:
+        return [
+            {m.record.id for m in lt.memory.search(q, mode="semantic", limit=10)} for q in questions
+        ]
+
+    found = first_ten()
+    with exact_search():
+        exact = first_ten()
+    return round(sum(len(a & b) for a, b in zip(found, exact, strict=True)) / (10 * len(exact)), 4)
+
+
 def timed(call: Callable[[], object]) -> float:
     started = time.perf_counter()
     call()
@@ -208,6 +236,7 @@ def measure(work: Path, n: int, repeat: int) -> dict[str, Any]:
         built = vectors.build(lt.store, place.directory(lt.location) or work, MODEL)
         row["vector_index_build_s"] = round(time.perf_counter() - started, 2)
         row["vector_index_mb"] = round(built["bytes"] / 1e6, 1)
+        row["graph_rows"] = built["graph_rows"]
 
         def fts(text: str) -> object:
             match = " ".join(f'"{word}"' for word in text.split())
@@ -236,6 +265,16 @@ def measure(work: Path, n: int, repeat: int) -> dict[str, Any]:
             },
             repeat,
         )
+        row["semantic"] = turns(
+            lambda i: lt.memory.search(questions[i], mode="semantic", limit=10),
+            {"numpy": lambda i: floor.vectors(questions[i])},
+            repeat,
+        )
+        with exact_search():
+            row["default_exact"] = turns(
+                lambda i: lt.memory.search(questions[i], limit=20), {}, repeat
+            )["lantern"]
+        row["recall_at_10"] = recall(lt, questions[:repeat])
         mode = lt.memory.search(questions[0], limit=1).summary
         row["default_mode"] = None if mode is None else mode.mode
 
@@ -262,12 +301,21 @@ def render(rows: list[dict[str, Any]]) -> str:
             ("keyword, beside raw FTS5", "keyword", "fts5"),
             ("any (question)", "any", "tantivy"),
             (f"default ({row['default_mode']})", "default", "tantivy+numpy"),
+            ("semantic, top 10", "semantic", "numpy"),
         ):
             ours, theirs = row[key]["lantern"], row[key][floor]
             lines.append(
                 f"| {row['records']:,} | {label} | {ours[0]:.2f} / {ours[1]:.2f} | "
                 f"{theirs[0]:.2f} / {theirs[1]:.2f} ({floor}) | {ours[0] / theirs[0]:.2f}x |"
             )
+    lines += ["", "| records | graph rows | recall@10 (semantic, against exact) | "
+              "default search, exact p50 / p95 ms |", "| ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for row in rows:
+        exact = row["default_exact"]
+        lines.append(
+            f"| {row['records']:,} | {row['graph_rows']:,} | {row['recall_at_10']:.3f} | "
+            f"{exact[0]:.2f} / {exact[1]:.2f} |"
+        )
     lines += ["", "| records | word index build | size | vector index build | size | "
               "search after a write p50 | `memory search` process | `memory list --json` process |",
               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip

@@ -596,6 +596,7 @@ def test_a_search_builds_no_index_for_a_large_store(
         "bytes": 0,
         "current": False,
         "built": False,
+        "graph_rows": 0,
     }
     built = vectors.build(lt.store, directory(lt), HASHING)
     assert built["rows"] == 60 and built["current"] and built["bytes"] > 60 * 1024
@@ -618,6 +619,7 @@ def test_status_says_what_each_index_holds_and_remove_takes_them_away(lt: Lanter
         "bytes": size,
         "current": True,
         "built": True,
+        "graph_rows": 0,
     }
     record = lt.memory.list(limit=1)[0].id
     lt.memory.update(record, content="Changed again.")
@@ -630,6 +632,7 @@ def test_status_says_what_each_index_holds_and_remove_takes_them_away(lt: Lanter
         "bytes": 0,
         "current": True,
         "built": True,
+        "graph_rows": 0,
     }
     assert vectors.models(lt.store) == [HASHING]
     vectors.remove(directory(lt))
