@@ -18,8 +18,12 @@ beside its floor measured in the same run, call by call in turns:
   tantivy's OR top-20 plus numpy over the vectors already in memory (`matrix @ q`, best 10).
 - one-shot: `lantern memory search QUESTION` and `lantern memory list --json` as processes,
   wall time and peak resident memory.
-- the indexes' builds (`lantern db rebuild-index` does the same) and their size on disk, and a
-  search right after a write, which catches the word index up first.
+- semantic search, top 10: Lantern beside numpy over the vectors in memory; with the index's
+  nearest-neighbour graph where the store has one (`--graph-from`, default 50,000 vectors),
+  its recall@10 against the same searches made exactly (`LANTERN_VECTOR_SEARCH=exact`), and
+  the default search made exactly, for comparison.
+- the indexes' builds (`lantern db rebuild-index` does the same, the graph included) and their
+  size on disk, and a search right after a write, which catches the word index up first.
 
 Nothing here asserts a number; the table is the result.
 """
@@ -336,7 +340,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated store sizes")
     parser.add_argument("--repeat", type=int, default=100, help="samples per row")
     parser.add_argument("--json", dest="json_path", help="also write the figures here")
+    parser.add_argument(
+        "--graph-from",
+        type=int,
+        default=graph.BUILD_FROM,
+        help="live vectors from which the vector index gets a nearest-neighbour graph",
+    )
     args = parser.parse_args(argv)
+    graph.BUILD_FROM = args.graph_from
     sizes = [int(size) for size in args.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="lantern-scale-") as tmp:

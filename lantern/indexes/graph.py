@@ -48,9 +48,9 @@ ENV_VAR = "LANTERN_VECTOR_SEARCH"
 BUILD_FROM = 50_000
 """Live vectors from which `lantern db rebuild-index` builds a model's graph. Below it exact
 search costs a few milliseconds, no more than the graph and its exact tail would."""
-CONNECTIVITY = 32
+CONNECTIVITY = 16
 """Edges a node keeps in each layer of the graph (usearch's `connectivity`, HNSW's M)."""
-EXPANSION_ADD = 200
+EXPANSION_ADD = 128
 """Candidates weighed while a row is linked in (HNSW's efConstruction)."""
 EXPANSION_SEARCH = 1024
 """Candidates a search keeps while it walks the graph (HNSW's ef), at the least; a deeper
