@@ -279,6 +279,18 @@ def measure(work: Path, n: int, repeat: int) -> dict[str, Any]:
                 lambda i: lt.memory.search(questions[i], limit=20), {}, repeat
             )["lantern"]
         row["recall_at_10"] = recall(lt, questions[:repeat])
+        if row["graph_rows"]:  # how recall and time move with the walk's breadth
+            configured = graph.EXPANSION_SEARCH
+            row["by_expansion"] = {}
+            for breadth in (256, 512, 1024, 2048, 4096, 8192):
+                graph.EXPANSION_SEARCH = breadth
+                timing = turns(
+                    lambda i: lt.memory.search(questions[i], mode="semantic", limit=10),
+                    {},
+                    repeat,
+                )["lantern"]
+                row["by_expansion"][breadth] = (recall(lt, questions[:repeat]), *timing)
+            graph.EXPANSION_SEARCH = configured
         mode = lt.memory.search(questions[0], limit=1).summary
         row["default_mode"] = None if mode is None else mode.mode
 
@@ -320,6 +332,13 @@ def render(rows: list[dict[str, Any]]) -> str:
             f"| {row['records']:,} | {row['graph_rows']:,} | {row['recall_at_10']:.3f} | "
             f"{exact[0]:.2f} / {exact[1]:.2f} |"
         )
+    lines += ["", "| records | graph walk breadth (ef) | recall@10 | semantic p50 / p95 ms |",
+              "| ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for row in rows:
+        for breadth, (found, p50, p95) in row.get("by_expansion", {}).items():
+            lines.append(
+                f"| {row['records']:,} | {breadth} | {found:.3f} | {p50:.2f} / {p95:.2f} |"
+            )
     lines += ["", "| records | word index build | size | vector index build | size | "
               "search after a write p50 | `memory search` process | `memory list --json` process |",
               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip

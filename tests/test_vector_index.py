@@ -847,3 +847,20 @@ def test_a_process_killed_while_naming_a_graph_leaves_a_store_that_searches_righ
     assert [p.name for p in generation(graphed).iterdir() if "graph" in p.name] == [
         "graph-60.usearch"
     ]
+
+
+def test_prepare_search_maps_the_default_models_vectors_and_loads_no_model(
+    lt: Lantern, db_path: Path
+) -> None:
+    """What a long-lived caller (the MCP server) runs at start, so that its first search costs
+    what later ones cost."""
+    lt.memory.search("rosa", mode="semantic")  # the index exists
+    index.forget_cached()
+    lt.prepare_search()
+    cached = [loaded for key, loaded in index._cache.items() if key[2] == HASHING]
+    assert len(cached) == 1 and cached[0].mark is not None  # mapped from the index
+    assert index.load(lt.store, MEMORY, HASHING) is cached[0]
+    index.forget_cached()
+    with Lantern.open(str(db_path.with_name("empty.db"))) as empty:
+        empty.prepare_search()  # no vectors: nothing to load, no provider looked up
+    assert index._cache == {}
