@@ -4,7 +4,9 @@ Why a matrix on disk: exact search over unit vectors is one matrix product, whic
 at memory speed (tens of milliseconds for 100,000 vectors of 384 values); what costs a new
 process seconds is reading every vector out of the store's rows first. A process that maps a
 float32 file instead pays only for the pages the product touches, which the operating system
-keeps between processes. The search stays exact: no approximate graph, no recall to measure.
+keeps between processes. The matrix is exact; a large model's generation may also hold a
+nearest-neighbour graph of its rows (`lantern.indexes.graph`), which proposes rows to score
+instead of scoring them all.
 
 What a generation holds (one directory, `place.new_generation`, named by the model):
 
