@@ -19,9 +19,11 @@ beside its floor measured in the same run, call by call in turns:
 - one-shot: `lantern memory search QUESTION` and `lantern memory list --json` as processes,
   wall time and peak resident memory.
 - semantic search, top 10: Lantern beside numpy over the vectors in memory; with the index's
-  nearest-neighbour graph where the store has one (`--graph-from`, default 50,000 vectors),
-  its recall@10 against the same searches made exactly (`LANTERN_VECTOR_SEARCH=exact`), and
-  the default search made exactly, for comparison.
+  nearest-neighbour graph where the store keeps one (`--graph-from`, default 50,000 vectors;
+  a graph whose recall on its own rows is too low is not kept), its recall@10 against the
+  same searches made exactly (`LANTERN_VECTOR_SEARCH=exact`), and the default search made
+  exactly, for comparison. `--vectors clustered` gives the records vectors with
+  neighbourhoods (1,000 centres plus noise) instead of random ones.
 - the indexes' builds (`lantern db rebuild-index` does the same, the graph included) and their
   size on disk, and a search right after a write, which catches the word index up first.
 
@@ -71,15 +73,24 @@ FTS_AND = (
 )
 
 
+VECTORS = ["random"]
+"""`random` (the default: every vector a random direction, no neighbourhoods) or `clustered`
+(each a random one of 1,000 centres plus noise, as embeddings of texts on shared topics)."""
+
+
 def add_vectors(path: Path) -> None:
-    """A random unit vector of 384 dimensions for every record, recorded under the hashing
-    provider's model id (raw sqlite3: the triggers feed the vector index as any write does)."""
+    """A unit vector of 384 dimensions for every record (see `VECTORS`), recorded under the
+    hashing provider's model id (raw sqlite3: the triggers feed the vector index as any write
+    does)."""
     generator = np.random.default_rng(SEED)
+    centres = np.random.default_rng(7).standard_normal((1000, DIM), dtype=np.float32)
     conn = sqlite3.connect(path)
     ids = [row[0] for row in conn.execute("SELECT id FROM memory_records ORDER BY id")]
     for start in range(0, len(ids), 20_000):
         part = ids[start : start + 20_000]
         vectors = generator.standard_normal((len(part), DIM), dtype=np.float32)
+        if VECTORS[0] == "clustered":
+            vectors = centres[generator.integers(0, 1000, len(part))] + 0.7 * vectors
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         conn.executemany(
             "INSERT INTO memory_embeddings (memory_id, model, dim, vector, text_hash, "
@@ -241,6 +252,10 @@ def measure(work: Path, n: int, repeat: int) -> dict[str, Any]:
         row["vector_index_build_s"] = round(time.perf_counter() - started, 2)
         row["vector_index_mb"] = round(built["bytes"] / 1e6, 1)
         row["graph_rows"] = built["graph_rows"]
+        row["vectors"] = VECTORS[0]
+        generation = place.current(place.directory(lt.location) or work, vectors.name_of(MODEL))
+        found = graph.files(generation) if generation else []
+        row["graph_breadth"] = graph.breadth_of(found[0][1]) if found else None
 
         def fts(text: str) -> object:
             match = " ".join(f'"{word}"' for word in text.split())
@@ -279,18 +294,6 @@ def measure(work: Path, n: int, repeat: int) -> dict[str, Any]:
                 lambda i: lt.memory.search(questions[i], limit=20), {}, repeat
             )["lantern"]
         row["recall_at_10"] = recall(lt, questions[:repeat])
-        if row["graph_rows"]:  # how recall and time move with the walk's breadth
-            configured = graph.EXPANSION_SEARCH
-            row["by_expansion"] = {}
-            for breadth in (256, 512, 1024, 2048, 4096, 8192):
-                graph.EXPANSION_SEARCH = breadth
-                timing = turns(
-                    lambda i: lt.memory.search(questions[i], mode="semantic", limit=10),
-                    {},
-                    repeat,
-                )["lantern"]
-                row["by_expansion"][breadth] = (recall(lt, questions[:repeat]), *timing)
-            graph.EXPANSION_SEARCH = configured
         mode = lt.memory.search(questions[0], limit=1).summary
         row["default_mode"] = None if mode is None else mode.mode
 
@@ -324,21 +327,16 @@ def render(rows: list[dict[str, Any]]) -> str:
                 f"| {row['records']:,} | {label} | {ours[0]:.2f} / {ours[1]:.2f} | "
                 f"{theirs[0]:.2f} / {theirs[1]:.2f} ({floor}) | {ours[0] / theirs[0]:.2f}x |"
             )
-    lines += ["", "| records | graph rows | recall@10 (semantic, against exact) | "
-              "default search, exact p50 / p95 ms |", "| ---: | ---: | ---: | ---: |"]  # fmt: skip
+    lines += ["", "| records | vectors | graph rows (walk breadth) | recall@10 (semantic, "
+              "against exact) | default search, exact p50 / p95 ms |",
+              "| ---: | --- | ---: | ---: | ---: |"]  # fmt: skip
     for row in rows:
         exact = row["default_exact"]
         lines.append(
-            f"| {row['records']:,} | {row['graph_rows']:,} | {row['recall_at_10']:.3f} | "
+            f"| {row['records']:,} | {row['vectors']} | {row['graph_rows']:,} "
+            f"({row['graph_breadth'] or '-'}) | {row['recall_at_10']:.3f} | "
             f"{exact[0]:.2f} / {exact[1]:.2f} |"
         )
-    lines += ["", "| records | graph walk breadth (ef) | recall@10 | semantic p50 / p95 ms |",
-              "| ---: | ---: | ---: | ---: |"]  # fmt: skip
-    for row in rows:
-        for breadth, (found, p50, p95) in row.get("by_expansion", {}).items():
-            lines.append(
-                f"| {row['records']:,} | {breadth} | {found:.3f} | {p50:.2f} / {p95:.2f} |"
-            )
     lines += ["", "| records | word index build | size | vector index build | size | "
               "search after a write p50 | `memory search` process | `memory list --json` process |",
               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
@@ -365,8 +363,10 @@ def main(argv: list[str] | None = None) -> None:
         default=graph.BUILD_FROM,
         help="live vectors from which the vector index gets a nearest-neighbour graph",
     )
+    parser.add_argument("--vectors", choices=["random", "clustered"], default="random")
     args = parser.parse_args(argv)
     graph.BUILD_FROM = args.graph_from
+    VECTORS[0] = args.vectors
     sizes = [int(size) for size in args.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="lantern-scale-") as tmp:

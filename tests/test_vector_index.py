@@ -768,7 +768,7 @@ def test_a_graph_gives_the_pages_of_exact_search(
 ) -> None:
     """Its candidates are scored again against the matrix and filtered by the store, and a
     search whose filters it cannot satisfy goes on exactly: on a graph that holds every row
-    within reach (60 rows, a walk of 1,024), the pages are exact search's, scores included."""
+    within reach (60 rows, a walk of 64), the pages are exact search's, scores included."""
     loaded = index.load(graphed.store, MEMORY, HASHING)
     assert loaded.graph is not None and loaded.graph.rows == 60
     agree(graphed, monkeypatch)
@@ -845,7 +845,7 @@ def test_a_process_killed_while_naming_a_graph_leaves_a_store_that_searches_righ
     assert vectors.check(graphed.store) == []
     assert vectors.build(graphed.store, directory(graphed), HASHING)["graph_rows"] == 60
     assert [p.name for p in generation(graphed).iterdir() if "graph" in p.name] == [
-        "graph-60.usearch"
+        "graph-60-64.usearch"
     ]
 
 
@@ -864,3 +864,29 @@ def test_prepare_search_maps_the_default_models_vectors_and_loads_no_model(
     with Lantern.open(str(db_path.with_name("empty.db"))) as empty:
         empty.prepare_search()  # no vectors: nothing to load, no provider looked up
     assert index._cache == {}
+
+
+def test_a_graph_that_misses_the_nearest_rows_is_not_kept(
+    lt: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new graph's recall@10 is measured on its own rows against exact search; below
+    `graph.MIN_RECALL` it is dropped and searches stay exact (as on random vectors, where no
+    walk short of visiting most rows finds the nearest ten)."""
+    pytest.importorskip("usearch")
+    monkeypatch.setattr(graph, "BUILD_FROM", 1)
+    measured: list[float] = []
+    real = graph.measured_recall
+
+    def measuring(*args: Any) -> float:
+        measured.append(real(*args))
+        return measured[-1]
+
+    monkeypatch.setattr(graph, "measured_recall", measuring)
+    assert vectors.build(lt.store, directory(lt), HASHING)["graph_rows"] == 60
+    assert measured == [1.0]  # 60 rows, all within a walk of 64
+    assert [p.name for p in generation(lt).iterdir() if "graph" in p.name] == [
+        "graph-60-64.usearch"
+    ]
+    monkeypatch.setattr(graph, "MIN_RECALL", 1.01)
+    assert vectors.build(lt.store, directory(lt), HASHING)["graph_rows"] == 0
+    assert [p for p in generation(lt).iterdir() if "graph" in p.name] == []

@@ -8,7 +8,7 @@ proposes rows: every row it proposes is scored again against the vector index's 
 the store with the search's filters, and a search whose filters reject most of what the graph
 proposes goes on exactly (`lantern.semantic.index.nearest`).
 
-What a graph file holds: `graph-<rows>.usearch` in a generation of the vector index
+What a graph file holds: `graph-<rows>-<breadth>.usearch` in a generation of the vector index
 (`lantern.indexes.vectors`) is usearch's file of the generation's rows below `rows` that
 were live when it was built, each under its row number as key (inner product over the rows,
 which are of unit length). Rows appended since (`rows` and beyond) are searched exactly, and
@@ -52,11 +52,18 @@ CONNECTIVITY = 16
 """Edges a node keeps in each layer of the graph (usearch's `connectivity`, HNSW's M)."""
 EXPANSION_ADD = 128
 """Candidates weighed while a row is linked in (HNSW's efConstruction)."""
-EXPANSION_SEARCH = 1024
-"""Candidates a search keeps while it walks the graph (HNSW's ef), at the least; a deeper
-round asks for more. Chosen for a recall@10 of 0.98 against exact search on the benchmark's
-random 384-dimension vectors at 100,000 records (docs/performance.md)."""
-_PATTERN = re.compile(r"graph-(\d+)\.usearch")
+BREADTHS = (64, 128, 256, 512, 1024)
+"""The walk's breadths (HNSW's ef: candidates a search keeps while it walks the graph) a new
+graph is tried at, narrowest first; it keeps the first whose recall reaches `MIN_RECALL`, in
+its file's name, and a search walks at least that wide (a deeper round, wider)."""
+MIN_RECALL = 0.98
+"""The recall@10 against exact search that a new graph must show on its own rows
+(`measured_recall`), or it is not kept and searches stay exact: on vectors without
+neighbourhoods (random ones, as in the benchmark) no walk short of visiting most rows finds
+the nearest ten, and a graph would be slower than exact search and wrong."""
+PROBES = 50
+"""Live rows taken as queries to measure a new graph's recall."""
+_PATTERN = re.compile(r"graph-(\d+)-(\d+)\.usearch")
 _COPY = 65_536
 _KILL_HOOK = "LANTERN_TEST_GRAPH_PAUSE"
 """Tests only: a file path; a build that has saved its graph but not named it creates it and
@@ -86,6 +93,12 @@ def files(generation: Path) -> list[tuple[int, Path]]:
     return sorted(found, reverse=True)
 
 
+def breadth_of(path: Path) -> int:
+    """The walk's breadth a graph file was measured at (in its name)."""
+    matched = _PATTERN.fullmatch(path.name)
+    return int(matched[2]) if matched else BREADTHS[-1]
+
+
 class _suppressed:
     """A generation removed meanwhile has no graph files."""
 
@@ -102,6 +115,7 @@ class Graph:
 
     path: Path
     rows: int
+    breadth: int
     index: Any
     lock: threading.Lock
 
@@ -111,7 +125,7 @@ class Graph:
         import numpy as np
 
         with self.lock:  # the expansion is the index's setting, shared by every thread
-            self.index.expansion_search = max(EXPANSION_SEARCH, 2 * count)
+            self.index.expansion_search = max(self.breadth, 2 * count)
             found = self.index.search(query, count, threads=1)
         return np.asarray(found.keys, dtype=np.int64)
 
@@ -142,7 +156,7 @@ def current(generation: Path, rows: int, dim: int) -> Graph | None:
             return None
         if index is None or index.ndim != dim:
             return None
-        graph = Graph(path, covered, index, threading.Lock())
+        graph = Graph(path, covered, breadth_of(path), index, threading.Lock())
         with _opened_lock:
             if len(_opened) >= 8:
                 _opened.pop(next(iter(_opened)))
@@ -190,12 +204,60 @@ def build(
     return staged, index
 
 
-def publish(generation: Path, staged: Path, rows: int) -> Path:
-    """Name a staged graph as covering `rows` rows (the caller holds the index's lock), then
-    remove the generation's other graph files."""
+def breadth_for(index: Any, matrix: NDArray[np.float32], dead: NDArray[np.int64]) -> int | None:
+    """The narrowest of `BREADTHS` at which the graph's recall@10 reaches `MIN_RECALL`; None
+    when none does (the graph is not kept)."""
+    for breadth in BREADTHS:
+        if measured_recall(index, matrix, dead, breadth) >= MIN_RECALL:
+            return breadth
+    return None
+
+
+def measured_recall(
+    index: Any, matrix: NDArray[np.float32], dead: NDArray[np.int64], breadth: int
+) -> float:
+    """recall@10 of a graph against exact search over the matrix's live rows, with `PROBES`
+    of those rows as queries (each left out of its own answers), walking `breadth` wide: the
+    share of exact search's ten nearest that the graph finds."""
+    import numpy as np
+
+    rows = matrix.shape[0]
+    alive = np.ones(rows, dtype=np.bool_)
+    alive[dead] = False
+    live = np.flatnonzero(alive)
+    if len(live) <= 11:
+        return 1.0
+    rng = np.random.default_rng(len(live))
+    probes = np.sort(rng.choice(live, size=min(PROBES, len(live)), replace=False))
+    queries = np.ascontiguousarray(matrix[probes], dtype=np.float32)
+    best_rows = np.zeros((len(probes), 0), dtype=np.int64)
+    best_scores = np.zeros((len(probes), 0), dtype=np.float32)
+    for start in range(0, rows, _COPY):
+        block = np.asarray(matrix[start : start + _COPY], dtype=np.float32)
+        scores = queries @ block.T
+        scores[:, ~alive[start : start + _COPY]] = -np.inf
+        hit = (probes[:, None] >= start) & (probes[:, None] < start + len(block))
+        scores[hit[:, 0], (probes - start)[hit[:, 0]]] = -np.inf  # not its own neighbour
+        positions = np.arange(start, start + len(block), dtype=np.int64)
+        both_scores = np.concatenate([best_scores, scores], axis=1)
+        both_rows = np.concatenate([best_rows, np.broadcast_to(positions, scores.shape)], axis=1)
+        keep = np.argsort(-both_scores, axis=1, kind="stable")[:, :10]
+        best_scores = np.take_along_axis(both_scores, keep, axis=1)
+        best_rows = np.take_along_axis(both_rows, keep, axis=1)
+    index.expansion_search = breadth
+    found = 0
+    for probe, query, exact in zip(probes, queries, best_rows, strict=True):
+        keys = np.asarray(index.search(query, 11, threads=1).keys, dtype=np.int64)
+        found += len(set(keys[keys != probe][:10].tolist()) & set(exact.tolist()))
+    return found / (10 * len(probes))
+
+
+def publish(generation: Path, staged: Path, rows: int, breadth: int) -> Path:
+    """Name a staged graph as covering `rows` rows, walked `breadth` wide (the caller holds
+    the index's lock), then remove the generation's other graph files."""
     from lantern.indexes import vectors
 
-    final = generation / f"graph-{rows}.usearch"
+    final = generation / f"graph-{rows}-{breadth}.usearch"
     _pause_for_a_test()
     os.replace(staged, final)
     vectors._sync_directory(generation)

@@ -479,7 +479,8 @@ def build(store: Store, directory: Path, model: str) -> dict[str, Any]:
 
 def _with_graph(store: Store, directory: Path, snapshot: Snapshot) -> Snapshot:
     """The snapshot's generation with a nearest-neighbour graph of its rows, when it has
-    enough live vectors for one (`graph.BUILD_FROM`) and usearch is installed.
+    enough live vectors for one (`graph.BUILD_FROM`), usearch is installed, and the graph
+    finds the nearest rows as exact search does (`graph.MIN_RECALL`, measured on its rows).
 
     The graph is built without the lock (minutes at a million vectors, while searches and
     catch-ups go on), from rows that are never rewritten, only zeroed by a forget; it is named
@@ -496,6 +497,9 @@ def _with_graph(store: Store, directory: Path, snapshot: Snapshot) -> Snapshot:
     staged, built = graph.build(generation, snapshot.matrix, snapshot.dead)
     name = name_of(manifest.model)
     try:
+        breadth = graph.breadth_for(built, snapshot.matrix, snapshot.dead)
+        if breadth is None:
+            return snapshot  # it would miss too many of the nearest: searches stay exact
         with place.locked(directory, name) as held:
             if not held or place.current(directory, name) != generation:
                 return snapshot
@@ -509,7 +513,7 @@ def _with_graph(store: Store, directory: Path, snapshot: Snapshot) -> Snapshot:
                     and not later.matrix[int(row)].any()
                 ):  # forgotten while the graph was built
                     graph.zero(staged, [np.asarray(held_vector, dtype="<f4")], row[None])
-            graph.publish(generation, staged, manifest.rows)
+            graph.publish(generation, staged, manifest.rows, breadth)
             return _map(generation, now, snapshot.token)
     finally:
         staged.unlink(missing_ok=True)
