@@ -23,7 +23,8 @@ beside its floor measured in the same run, call by call in turns:
   a graph whose recall on its own rows is too low is not kept), its recall@10 against the
   same searches made exactly (`LANTERN_VECTOR_SEARCH=exact`), and the default search made
   exactly, for comparison. `--vectors clustered` gives the records vectors with
-  neighbourhoods (1,000 centres plus noise) instead of random ones.
+  neighbourhoods (1,000 centres plus noise) instead of random ones, and the questions vectors
+  drawn the same way (in this process only; the one-shot CLI rows embed as before).
 - the indexes' builds (`lantern db rebuild-index` does the same, the graph included) and their
   size on disk, and a search right after a write, which catches the word index up first.
 
@@ -76,6 +77,27 @@ FTS_AND = (
 VECTORS = ["random"]
 """`random` (the default: every vector a random direction, no neighbourhoods) or `clustered`
 (each a random one of 1,000 centres plus noise, as embeddings of texts on shared topics)."""
+
+
+def clustered_queries() -> None:
+    """Queries from the distribution of the clustered vectors: each question's vector is a
+    centre chosen by a hash of its text plus noise, as a text's embedding lies near those of
+    texts on its topic (the hashing provider's vectors are random directions, which no store
+    of embeddings would be asked)."""
+    import hashlib
+
+    centres = np.random.default_rng(7).standard_normal((1000, DIM), dtype=np.float32)
+
+    def embed(self: HashingProvider, texts: Any) -> Any:
+        rows = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            noise = np.random.default_rng(seed).standard_normal(DIM, dtype=np.float32)
+            rows.append(centres[seed % 1000] + 0.7 * noise)
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), DIM)
+        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+    HashingProvider.embed = embed  # type: ignore[method-assign]
 
 
 def add_vectors(path: Path) -> None:
@@ -367,6 +389,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     graph.BUILD_FROM = args.graph_from
     VECTORS[0] = args.vectors
+    if args.vectors == "clustered":
+        clustered_queries()
     sizes = [int(size) for size in args.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="lantern-scale-") as tmp:
