@@ -890,3 +890,19 @@ def test_a_graph_that_misses_the_nearest_rows_is_not_kept(
     monkeypatch.setattr(graph, "MIN_RECALL", 1.01)
     assert vectors.build(lt.store, directory(lt), HASHING)["graph_rows"] == 0
     assert [p for p in generation(lt).iterdir() if "graph" in p.name] == []
+
+
+@pytest.mark.usefixtures("keyword_side_in_the_database")
+def test_without_usearch_a_graph_is_ignored_and_a_forget_removes_it(
+    graphed: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process without usearch searches exactly beside a graph another one built, and, not
+    able to zero a forgotten vector in the graph's file, removes the file."""
+    monkeypatch.setattr(graph, "available", lambda: False)
+    index.forget_cached()
+    assert index.load(graphed.store, MEMORY, HASHING).graph is None
+    agree(graphed, monkeypatch)
+    assert len(graph.files(generation(graphed))) == 1
+    graphed.memory.forget(graphed.memory.list(limit=1)[0].id)
+    assert graph.files(generation(graphed)) == []
+    assert vectors.check(graphed.store) == []

@@ -31,6 +31,7 @@ Exact search stays: a model with fewer than `BUILD_FROM` live vectors gets no gr
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -75,8 +76,9 @@ _KILL_HOOK = "LANTERN_TEST_GRAPH_PAUSE"
 waits, so that a test can kill the process at that moment."""
 
 
+@functools.cache
 def available() -> bool:
-    """Whether usearch is installed (the `index` extra)."""
+    """Whether usearch is installed (the `index` extra); asked once a process."""
     from importlib.util import find_spec
 
     return find_spec("usearch") is not None

@@ -194,7 +194,7 @@ def _same_graph(directory: Path, model: str, cached: Loaded) -> bool:
     another process may have given the index a graph since, without a change to the feed)."""
     from lantern.indexes import graph, vectors
 
-    if graph.exact_only():
+    if graph.exact_only() or not graph.available():
         return cached.graph is None
     generation = place.current(directory, vectors.name_of(model))
     if generation is None:
