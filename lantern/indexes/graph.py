@@ -36,6 +36,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,7 +93,7 @@ def exact_only() -> bool:
 def files(generation: Path) -> list[tuple[int, Path]]:
     """The graph files of a generation with the rows each covers, most rows first."""
     found = []
-    with _suppressed():
+    with suppress(FileNotFoundError, NotADirectoryError):  # a generation removed meanwhile
         for entry in os.scandir(generation):
             matched = _PATTERN.fullmatch(entry.name)
             if matched:
@@ -104,16 +105,6 @@ def breadth_of(path: Path) -> int:
     """The walk's breadth a graph file was measured at (in its name)."""
     matched = _PATTERN.fullmatch(path.name)
     return int(matched[2]) if matched else BREADTHS[-1]
-
-
-class _suppressed:
-    """A generation removed meanwhile has no graph files."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: object, trace: object) -> bool:
-        return isinstance(exc, FileNotFoundError | NotADirectoryError)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
