@@ -165,7 +165,14 @@ async def connected(target: Target) -> AsyncIterator[ClientSession]:
         else:
             url, token = target
             headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-            http = await stack.enter_async_context(httpx2.AsyncClient(headers=headers))
+            # The timeouts the SDK gives its own clients (30 s, and 300 s to read a response
+            # stream): a bare httpx client gives up reading after 5 s, and a call queued
+            # behind seven others at 100,000 records can take longer than that, which the
+            # SDK reports as "SSE stream ended without a response".
+            timeout = httpx2.Timeout(30, read=300)
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=headers, timeout=timeout)
+            )
             read, write = await stack.enter_async_context(
                 streamable_http_client(url, http_client=http)
             )
@@ -379,6 +386,18 @@ async def throughput(store: Path, n: int, clients: int = 8, calls: int = 100) ->
     ]
 
 
+def with_word_index(store: Path) -> None:
+    """The store's word index, as `lantern db rebuild-index` builds it: a store past the size
+    its writes index (`words.AUTO_BUILD_UP_TO`) would otherwise rank every search in FTS5, as
+    it does until its owner runs that command."""
+    from lantern.indexes import place, words
+
+    with Lantern.open(store) as lt:
+        directory = place.directory(lt.location)
+        if directory is not None and words.available():
+            words.build(lt.store, directory)
+
+
 def bench_mcp(
     work: Path, sizes: list[int], repeat: int, stores: dict[int, Path] | None = None
 ) -> list[Row]:
@@ -396,6 +415,7 @@ def bench_mcp(
             store = work / f"mcp-{n}.db"
             build_memory_store(store, n)
             built.append(store)
+        with_word_index(store)
         rows += anyio.run(round_trips, store, n, repeat)
         rows += anyio.run(round_trips, store, n, repeat, True)
         rows += anyio.run(throughput, store, n)

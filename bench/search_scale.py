@@ -18,8 +18,15 @@ beside its floor measured in the same run, call by call in turns:
   tantivy's OR top-20 plus numpy over the vectors already in memory (`matrix @ q`, best 10).
 - one-shot: `lantern memory search QUESTION` and `lantern memory list --json` as processes,
   wall time and peak resident memory.
-- the indexes' builds (`lantern db rebuild-index` does the same) and their size on disk, and a
-  search right after a write, which catches the word index up first.
+- semantic search, top 10: Lantern beside numpy over the vectors in memory; with the index's
+  nearest-neighbour graph where the store keeps one (`--graph-from`, default 50,000 vectors;
+  a graph whose recall on its own rows is too low is not kept), its recall@10 against the
+  same searches made exactly (`LANTERN_VECTOR_SEARCH=exact`), and the default search made
+  exactly, for comparison. `--vectors clustered` gives the records vectors with
+  neighbourhoods (1,000 centres plus noise) instead of random ones, and the questions vectors
+  drawn the same way (in this process only; the one-shot CLI rows embed as before).
+- the indexes' builds (`lantern db rebuild-index` does the same, the graph included) and their
+  size on disk, and a search right after a write, which catches the word index up first.
 
 Nothing here asserts a number; the table is the result.
 """
@@ -56,7 +63,8 @@ import tantivy  # noqa: E402
 
 from lantern import Lantern  # noqa: E402
 from lantern.embeddings.hashing import HashingProvider  # noqa: E402
-from lantern.indexes import place, vectors, words  # noqa: E402
+from lantern.indexes import graph, place, vectors, words  # noqa: E402
+from lantern.semantic import index  # noqa: E402
 
 FTS_AND = (
     "SELECT memory_records.id, -bm25(memory_fts) AS score FROM memory_fts "
@@ -66,15 +74,45 @@ FTS_AND = (
 )
 
 
+VECTORS = ["random"]
+"""`random` (the default: every vector a random direction, no neighbourhoods) or `clustered`
+(each a random one of 1,000 centres plus noise, as embeddings of texts on shared topics)."""
+
+
+def clustered_queries() -> None:
+    """Queries from the distribution of the clustered vectors: each question's vector is a
+    centre chosen by a hash of its text plus noise, as a text's embedding lies near those of
+    texts on its topic (the hashing provider's vectors are random directions, which no store
+    of embeddings would be asked)."""
+    import hashlib
+
+    centres = np.random.default_rng(7).standard_normal((1000, DIM), dtype=np.float32)
+
+    def embed(self: HashingProvider, texts: Any) -> Any:
+        rows = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+            noise = np.random.default_rng(seed).standard_normal(DIM, dtype=np.float32)
+            rows.append(centres[seed % 1000] + 0.7 * noise)
+        matrix = np.asarray(rows, dtype=np.float32).reshape(len(rows), DIM)
+        return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+    HashingProvider.embed = embed  # type: ignore[method-assign]
+
+
 def add_vectors(path: Path) -> None:
-    """A random unit vector of 384 dimensions for every record, recorded under the hashing
-    provider's model id (raw sqlite3: the triggers feed the vector index as any write does)."""
+    """A unit vector of 384 dimensions for every record (see `VECTORS`), recorded under the
+    hashing provider's model id (raw sqlite3: the triggers feed the vector index as any write
+    does)."""
     generator = np.random.default_rng(SEED)
+    centres = np.random.default_rng(7).standard_normal((1000, DIM), dtype=np.float32)
     conn = sqlite3.connect(path)
     ids = [row[0] for row in conn.execute("SELECT id FROM memory_records ORDER BY id")]
     for start in range(0, len(ids), 20_000):
         part = ids[start : start + 20_000]
         vectors = generator.standard_normal((len(part), DIM), dtype=np.float32)
+        if VECTORS[0] == "clustered":
+            vectors = centres[generator.integers(0, 1000, len(part))] + 0.7 * vectors
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         conn.executemany(
             "INSERT INTO memory_embeddings (memory_id, model, dim, vector, text_hash, "
@@ -145,6 +183,33 @@ class Floor:
         return [self.ids[i] for i in best[np.argsort(-scores[best])]]
 
 
+class exact_search:
+    """Searches compare the query with every vector (`LANTERN_VECTOR_SEARCH=exact`)."""
+
+    def __enter__(self) -> None:
+        os.environ[graph.ENV_VAR] = "exact"
+        index.forget_cached()
+
+    def __exit__(self, *exc: object) -> None:
+        del os.environ[graph.ENV_VAR]
+        index.forget_cached()
+
+
+def recall(lt: Lantern, questions: list[str]) -> float:
+    """recall@10 of semantic search (through the graph where the index has one) against the
+    same search made exactly: the share of exact search's first ten it finds."""
+
+    def first_ten() -> list[set[str]]:
+        return [
+            {m.record.id for m in lt.memory.search(q, mode="semantic", limit=10)} for q in questions
+        ]
+
+    found = first_ten()
+    with exact_search():
+        exact = first_ten()
+    return round(sum(len(a & b) for a, b in zip(found, exact, strict=True)) / (10 * len(exact)), 4)
+
+
 def timed(call: Callable[[], object]) -> float:
     started = time.perf_counter()
     call()
@@ -208,6 +273,11 @@ def measure(work: Path, n: int, repeat: int) -> dict[str, Any]:
         built = vectors.build(lt.store, place.directory(lt.location) or work, MODEL)
         row["vector_index_build_s"] = round(time.perf_counter() - started, 2)
         row["vector_index_mb"] = round(built["bytes"] / 1e6, 1)
+        row["graph_rows"] = built["graph_rows"]
+        row["vectors"] = VECTORS[0]
+        generation = place.current(place.directory(lt.location) or work, vectors.name_of(MODEL))
+        found = graph.files(generation) if generation else []
+        row["graph_breadth"] = graph.breadth_of(found[0][1]) if found else None
 
         def fts(text: str) -> object:
             match = " ".join(f'"{word}"' for word in text.split())
@@ -236,6 +306,16 @@ def measure(work: Path, n: int, repeat: int) -> dict[str, Any]:
             },
             repeat,
         )
+        row["semantic"] = turns(
+            lambda i: lt.memory.search(questions[i], mode="semantic", limit=10),
+            {"numpy": lambda i: floor.vectors(questions[i])},
+            repeat,
+        )
+        with exact_search():
+            row["default_exact"] = turns(
+                lambda i: lt.memory.search(questions[i], limit=20), {}, repeat
+            )["lantern"]
+        row["recall_at_10"] = recall(lt, questions[:repeat])
         mode = lt.memory.search(questions[0], limit=1).summary
         row["default_mode"] = None if mode is None else mode.mode
 
@@ -262,12 +342,23 @@ def render(rows: list[dict[str, Any]]) -> str:
             ("keyword, beside raw FTS5", "keyword", "fts5"),
             ("any (question)", "any", "tantivy"),
             (f"default ({row['default_mode']})", "default", "tantivy+numpy"),
+            ("semantic, top 10", "semantic", "numpy"),
         ):
             ours, theirs = row[key]["lantern"], row[key][floor]
             lines.append(
                 f"| {row['records']:,} | {label} | {ours[0]:.2f} / {ours[1]:.2f} | "
                 f"{theirs[0]:.2f} / {theirs[1]:.2f} ({floor}) | {ours[0] / theirs[0]:.2f}x |"
             )
+    lines += ["", "| records | vectors | graph rows (walk breadth) | recall@10 (semantic, "
+              "against exact) | default search, exact p50 / p95 ms |",
+              "| ---: | --- | ---: | ---: | ---: |"]  # fmt: skip
+    for row in rows:
+        exact = row["default_exact"]
+        lines.append(
+            f"| {row['records']:,} | {row['vectors']} | {row['graph_rows']:,} "
+            f"({row['graph_breadth'] or '-'}) | {row['recall_at_10']:.3f} | "
+            f"{exact[0]:.2f} / {exact[1]:.2f} |"
+        )
     lines += ["", "| records | word index build | size | vector index build | size | "
               "search after a write p50 | `memory search` process | `memory list --json` process |",
               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
@@ -288,7 +379,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated store sizes")
     parser.add_argument("--repeat", type=int, default=100, help="samples per row")
     parser.add_argument("--json", dest="json_path", help="also write the figures here")
+    parser.add_argument(
+        "--graph-from",
+        type=int,
+        default=graph.BUILD_FROM,
+        help="live vectors from which the vector index gets a nearest-neighbour graph",
+    )
+    parser.add_argument("--vectors", choices=["random", "clustered"], default="random")
     args = parser.parse_args(argv)
+    graph.BUILD_FROM = args.graph_from
+    VECTORS[0] = args.vectors
+    if args.vectors == "clustered":
+        clustered_queries()
     sizes = [int(size) for size in args.sizes.split(",")]
     rows = []
     with tempfile.TemporaryDirectory(prefix="lantern-scale-") as tmp:

@@ -527,6 +527,16 @@ class Lantern:
 
         return check(self.store, url=self.location.display_url)
 
+    def prepare_search(self) -> None:
+        """Load what a first search by meaning needs beyond a keyword search (its code, and
+        the memory vectors of the store's default model where they can be mapped or read
+        quickly), so that a long-lived caller's first search costs what later ones cost. It
+        loads no model and calls no embedding service; nothing it loads changes a result."""
+        from lantern.semantic.plan import prepare
+        from lantern.semantic.sides import MEMORY
+
+        prepare(self.store, MEMORY)
+
     def rebuild_index(self) -> RebuildReport:
         """Rebuild the full-text indexes and reference rows from their tables."""
         self._whole_store("rebuild-index")

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from lantern.api import Lantern
-from lantern.indexes import place, vectors
+from lantern.indexes import graph, place, vectors
 from lantern.memory import topk
 from lantern.semantic import index
 from lantern.semantic.sides import MEMORY
@@ -596,6 +596,7 @@ def test_a_search_builds_no_index_for_a_large_store(
         "bytes": 0,
         "current": False,
         "built": False,
+        "graph_rows": 0,
     }
     built = vectors.build(lt.store, directory(lt), HASHING)
     assert built["rows"] == 60 and built["current"] and built["bytes"] > 60 * 1024
@@ -618,6 +619,7 @@ def test_status_says_what_each_index_holds_and_remove_takes_them_away(lt: Lanter
         "bytes": size,
         "current": True,
         "built": True,
+        "graph_rows": 0,
     }
     record = lt.memory.list(limit=1)[0].id
     lt.memory.update(record, content="Changed again.")
@@ -630,6 +632,7 @@ def test_status_says_what_each_index_holds_and_remove_takes_them_away(lt: Lanter
         "bytes": 0,
         "current": True,
         "built": True,
+        "graph_rows": 0,
     }
     assert vectors.models(lt.store) == [HASHING]
     vectors.remove(directory(lt))
@@ -751,3 +754,169 @@ def test_the_rows_of_several_ids_are_those_row_of_finds_one_by_one() -> None:
     assert column.rows_of(asked) == expected
     assert column.rows_of(asked) == expected  # the fold, kept, gives the same
     assert vectors.IdColumn(np.array([], dtype="S4"), None).rows_of(["a"]) == {}
+
+
+# --- the nearest-neighbour graph -------------------------------------------------------------
+
+
+@pytest.fixture
+def graphed(lt: Lantern, monkeypatch: pytest.MonkeyPatch) -> Lantern:
+    """The 60 records' index with a graph (`lantern.indexes.graph`), built as `lantern db
+    rebuild-index` builds it for a large store, and searches that walk it whatever the size."""
+    pytest.importorskip("usearch")
+    monkeypatch.setattr(graph, "BUILD_FROM", 1)
+    monkeypatch.setattr(index, "_GRAPH_FROM", 1)
+    monkeypatch.setattr(index, "_GRAPH_SHARE", 1)
+    built = vectors.build(lt.store, directory(lt), HASHING)
+    assert built["graph_rows"] == 60
+    return lt
+
+
+def graph_bytes(lt: Lantern) -> bytes:
+    return b"".join(path.read_bytes() for _rows, path in graph.files(generation(lt)))
+
+
+@pytest.mark.usefixtures("keyword_side_in_the_database")
+def test_a_graph_gives_the_pages_of_exact_search(
+    graphed: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its candidates are scored again against the matrix and filtered by the store, and a
+    search whose filters it cannot satisfy goes on exactly: on a graph that holds every row
+    within reach (60 rows, a walk of 64), the pages are exact search's, scores included."""
+    loaded = index.load(graphed.store, MEMORY, HASHING)
+    assert loaded.graph is not None and loaded.graph.rows == 60
+    agree(graphed, monkeypatch)
+    monkeypatch.setenv(graph.ENV_VAR, "exact")
+    index.forget_cached()
+    assert index.load(graphed.store, MEMORY, HASHING).graph is None
+    monkeypatch.delenv(graph.ENV_VAR)
+
+
+@pytest.mark.usefixtures("keyword_side_in_the_database")
+def test_a_graph_follows_writes_and_forgets(
+    graphed: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows appended after the graph are searched exactly, replaced and removed rows are never
+    proposed, and a forgotten record's vector leaves the graph's file as it leaves the
+    matrix."""
+    ids = [record.id for record in graphed.memory.list(limit=100)]
+    forgotten, replaced = ids[0], ids[1]
+    old = row_bytes(graphed, forgotten)
+    assert old in graph_bytes(graphed)
+    added = add(graphed, 5, seed=13)
+    graphed.memory.update(replaced, content="A new text about the garden and the bicycle.")
+    graphed.embed(sources=False)
+    graphed.memory.forget(forgotten)
+    assert old not in graph_bytes(graphed)
+    loaded = index.load(graphed.store, MEMORY, HASHING)
+    assert loaded.graph is not None and loaded.graph.rows == 60 and len(loaded.ids) > 60
+    assert set(added) <= set(live_ids(graphed)) and forgotten not in live_ids(graphed)
+    agree(graphed, monkeypatch)
+    assert vectors.status(graphed.store)[0]["graph_rows"] == 60
+
+
+def test_check_finds_a_graph_that_differs_from_the_index(graphed: Lantern) -> None:
+    graphed.memory.search("rosa", mode="semantic")
+    loaded = index.load(graphed.store, MEMORY, HASHING)
+    assert loaded.graph is not None
+    vector = np.asarray(loaded.matrix[0], dtype="<f4")
+    graph.zero(loaded.graph.path, [vector], np.array([0]))
+    [problem] = vectors.check(graphed.store)
+    assert "in its graph differs from the index's" in problem
+    vectors.build(graphed.store, directory(graphed), HASHING)
+    assert vectors.check(graphed.store) == []
+
+
+def test_a_process_killed_while_naming_a_graph_leaves_a_store_that_searches_right(
+    graphed: Lantern, db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "paused"
+    script = (
+        "import sys\nfrom lantern.indexes import graph\ngraph.BUILD_FROM = 1\n"
+        "from lantern.cli import main\nsys.argv = ['lantern', '--db', sys.argv[1], 'db', "
+        "'rebuild-index']\nmain()\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, str(db_path)],
+        cwd=REPO_ROOT,
+        env={**os.environ, "LANTERN_TEST_GRAPH_PAUSE": str(marker)},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert process.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    # The killed rebuild published its matrix, not its graph: searched exactly, and right.
+    assert graph.files(generation(graphed)) == []
+    index.forget_cached()
+    assert index.load(graphed.store, MEMORY, HASHING).graph is None
+    assert vectors.check(graphed.store) == []
+    assert vectors.build(graphed.store, directory(graphed), HASHING)["graph_rows"] == 60
+    assert [p.name for p in generation(graphed).iterdir() if "graph" in p.name] == [
+        "graph-60-64.usearch"
+    ]
+
+
+def test_prepare_search_maps_the_default_models_vectors_and_loads_no_model(
+    lt: Lantern, db_path: Path
+) -> None:
+    """What a long-lived caller (the MCP server) runs at start, so that its first search costs
+    what later ones cost."""
+    lt.memory.search("rosa", mode="semantic")  # the index exists
+    index.forget_cached()
+    lt.prepare_search()
+    cached = [loaded for key, loaded in index._cache.items() if key[2] == HASHING]
+    assert len(cached) == 1 and cached[0].mark is not None  # mapped from the index
+    assert index.load(lt.store, MEMORY, HASHING) is cached[0]
+    index.forget_cached()
+    with Lantern.open(str(db_path.with_name("empty.db"))) as empty:
+        empty.prepare_search()  # no vectors: nothing to load, no provider looked up
+    assert index._cache == {}
+
+
+def test_a_graph_that_misses_the_nearest_rows_is_not_kept(
+    lt: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new graph's recall@10 is measured on its own rows against exact search; below
+    `graph.MIN_RECALL` it is dropped and searches stay exact (as on random vectors, where no
+    walk short of visiting most rows finds the nearest ten)."""
+    pytest.importorskip("usearch")
+    monkeypatch.setattr(graph, "BUILD_FROM", 1)
+    measured: list[float] = []
+    real = graph.measured_recall
+
+    def measuring(*args: Any) -> float:
+        measured.append(real(*args))
+        return measured[-1]
+
+    monkeypatch.setattr(graph, "measured_recall", measuring)
+    assert vectors.build(lt.store, directory(lt), HASHING)["graph_rows"] == 60
+    assert measured == [1.0]  # 60 rows, all within a walk of 64
+    assert [p.name for p in generation(lt).iterdir() if "graph" in p.name] == [
+        "graph-60-64.usearch"
+    ]
+    monkeypatch.setattr(graph, "MIN_RECALL", 1.01)
+    assert vectors.build(lt.store, directory(lt), HASHING)["graph_rows"] == 0
+    assert [p for p in generation(lt).iterdir() if "graph" in p.name] == []
+
+
+@pytest.mark.usefixtures("keyword_side_in_the_database")
+def test_without_usearch_a_graph_is_ignored_and_a_forget_removes_it(
+    graphed: Lantern, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process without usearch searches exactly beside a graph another one built, and, not
+    able to zero a forgotten vector in the graph's file, removes the file."""
+    monkeypatch.setattr(graph, "available", lambda: False)
+    index.forget_cached()
+    assert index.load(graphed.store, MEMORY, HASHING).graph is None
+    agree(graphed, monkeypatch)
+    assert len(graph.files(generation(graphed))) == 1
+    graphed.memory.forget(graphed.memory.list(limit=1)[0].id)
+    assert graph.files(generation(graphed)) == []
+    assert vectors.check(graphed.store) == []

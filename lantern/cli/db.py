@@ -72,9 +72,10 @@ def _vector_index_line(found: dict[str, Any]) -> str:
     if not found["built"]:
         return f"{found['model']}: none yet (a search builds one while it is small)"
     state = "current" if found["current"] else "behind (caught up at the next search)"
+    graph = f", a graph of the first {found['graph_rows']}" if found.get("graph_rows") else ""
     return (
         f"{found['model']}: {state}, {counted(found['rows'], 'row')}, "
-        f"{found['dead']} dead, {found['bytes']} bytes"
+        f"{found['dead']} dead, {found['bytes']} bytes{graph}"
     )
 
 

@@ -4,7 +4,9 @@ Why a matrix on disk: exact search over unit vectors is one matrix product, whic
 at memory speed (tens of milliseconds for 100,000 vectors of 384 values); what costs a new
 process seconds is reading every vector out of the store's rows first. A process that maps a
 float32 file instead pays only for the pages the product touches, which the operating system
-keeps between processes. The search stays exact: no approximate graph, no recall to measure.
+keeps between processes. The matrix is exact; a large model's generation may also hold a
+nearest-neighbour graph of its rows (`lantern.indexes.graph`), which proposes rows to score
+instead of scoring them all.
 
 What a generation holds (one directory, `place.new_generation`, named by the model):
 
@@ -69,6 +71,8 @@ from lantern.store.models import memory_records as records
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from lantern.indexes.graph import Graph
 
 PREFIX = "vectors-memory-"
 """Every vector index's name starts so (`vectors-memory-<model, sanitised>-<hash>`)."""
@@ -355,6 +359,8 @@ class Snapshot:
     matrix: NDArray[np.float32]
     ids: IdColumn
     dead: NDArray[np.int64]
+    graph: Graph | None = None
+    """The generation's nearest-neighbour graph (`lantern.indexes.graph`), if it has one."""
 
     @property
     def live(self) -> int:
@@ -381,7 +387,10 @@ def _map(generation: Path, manifest: Manifest, token: str | None) -> Snapshot:
     if len(dead):
         alive = np.ones(rows, dtype=np.bool_)
         alive[dead] = False
-    return Snapshot(generation, manifest, token, matrix, IdColumn(ids, alive), dead)
+    from lantern.indexes import graph
+
+    found = graph.current(generation, rows, dim) if rows and dim else None
+    return Snapshot(generation, manifest, token, matrix, IdColumn(ids, alive), dead, found)
 
 
 def _dead_rows(generation: Path, manifest: Manifest) -> NDArray[np.int64]:
@@ -508,9 +517,52 @@ def build(store: Store, directory: Path, model: str) -> dict[str, Any]:
                 "try again when it is done"
             )
         snapshot = _build(store, directory, model)
+    snapshot = _with_graph(store, directory, snapshot)
     with store.read() as conn:
         now = Mark.now(conn, feed.MEMORY_VECTOR)
     return _status_of(snapshot.generation, snapshot.manifest, now)
+
+
+def _with_graph(store: Store, directory: Path, snapshot: Snapshot) -> Snapshot:
+    """The snapshot's generation with a nearest-neighbour graph of its rows, when it has
+    enough live vectors for one (`graph.BUILD_FROM`), usearch is installed, and the graph
+    finds the nearest rows as exact search does (`graph.MIN_RECALL`, measured on its rows).
+
+    The graph is built without the lock (minutes at a million vectors, while searches and
+    catch-ups go on), from rows that are never rewritten, only zeroed by a forget; it is named
+    under the lock, after the rows forgotten meanwhile are zeroed in it too. If another
+    generation replaced this one meanwhile, the graph is dropped."""
+    import numpy as np
+
+    from lantern.indexes import graph
+
+    manifest = snapshot.manifest
+    if not graph.available() or snapshot.live < graph.BUILD_FROM or not manifest.dim:
+        return snapshot
+    generation = snapshot.generation
+    staged, built = graph.build(generation, snapshot.matrix, snapshot.dead)
+    name = name_of(manifest.model)
+    try:
+        breadth = graph.breadth_for(built, snapshot.matrix, snapshot.dead)
+        if breadth is None:
+            return snapshot  # it would miss too many of the nearest: searches stay exact
+        with place.locked(directory, name) as held:
+            if not held or place.current(directory, name) != generation:
+                return snapshot
+            now = Manifest.read(generation)
+            later = _map(generation, now, snapshot.token)
+            for row in np.setdiff1d(later.dead, snapshot.dead):
+                held_vector = built.get(int(row))
+                if (
+                    row < manifest.rows
+                    and held_vector is not None
+                    and not later.matrix[int(row)].any()
+                ):  # forgotten while the graph was built
+                    graph.zero(staged, [np.asarray(held_vector, dtype="<f4")], row[None])
+            graph.publish(generation, staged, manifest.rows, breadth)
+            return _map(generation, now, snapshot.token)
+    finally:
+        staged.unlink(missing_ok=True)
 
 
 def models(store: Store) -> list[str]:
@@ -659,6 +711,9 @@ def _catch_up(
     newly_dead = finder.live_rows(dead_before, [*changed, *gone])
     wiped = finder.rows(sorted(gone))
     if len(wiped):
+        from lantern.indexes import graph
+
+        graph.forget(generation, _map(generation, manifest, token).matrix, wiped)
         _wipe(generation, manifest, wiped)
     if len(newly_dead):
         with open(generation / _DEAD, "ab") as dead:
@@ -927,6 +982,7 @@ def status(store: Store) -> list[dict[str, Any]]:
                 "bytes": 0,
                 "current": False,
                 "built": False,
+                "graph_rows": 0,
             }
     if directory is not None and now is not None and directory.is_dir():
         for name in _names(directory):
@@ -949,7 +1005,16 @@ def _status_of(generation: Path, manifest: Manifest, now: Mark) -> dict[str, Any
         "bytes": place.size(generation),
         "current": manifest.mark == now,
         "built": True,
+        "graph_rows": _graph_rows(generation),
     }
+
+
+def _graph_rows(generation: Path) -> int:
+    """The rows the generation's nearest-neighbour graph covers (0: none, searched exactly)."""
+    from lantern.indexes import graph
+
+    found = graph.files(generation)
+    return found[0][0] if found else 0
 
 
 def check(store: Store) -> list[str]:
@@ -1033,6 +1098,13 @@ def _compare(store: Store, snapshot: Snapshot) -> list[str]:
         if not np.allclose(snapshot.matrix[row], expected, rtol=0, atol=_TOLERANCE):
             problems.append(f"the vector of {item} differs from the table's")
             break
+    if snapshot.graph is not None:
+        from lantern.indexes import graph
+
+        # Live rows must hold the matrix's vectors in the graph, and zeroed (forgotten) rows
+        # zeros: a forgotten record's vector must not stay in the graph's file.
+        rows = [*sample, *(int(row) for row in snapshot.dead[:_CHECK_SAMPLE])]
+        problems.extend(graph.check(snapshot.graph, snapshot.matrix, iter(rows)))
     return problems
 
 

@@ -326,6 +326,9 @@ def open_store(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> Calla
                 lantern.memory.search(_WARM_UP, limit=1, mode="any")
                 lantern.evidence.search(_WARM_UP, limit=1, mode="any")
                 arguments.prepare(TOOLS)  # jsonschema, loaded here rather than on a first call
+                # The default search's code and the vectors it compares (mapped from the vector
+                # index), without the model: a first hybrid search then pays for the model alone.
+                lantern.prepare_search()
             except BaseException:
                 lantern.close()
                 raise

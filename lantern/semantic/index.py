@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, bindparam, func, select
@@ -39,6 +40,8 @@ from lantern.store.engine import Store
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from lantern.indexes.graph import Graph
 
 _MAX_CACHED = 8
 """Matrices kept at once (per store, side and model); the least recently used goes first."""
@@ -71,6 +74,9 @@ class Loaded:
     """Rows of the memory-mapped index that hold no record's vector any more (never ranked)."""
     mark: Mark | None = None
     """The index's feed mark these rows are current at; None when read from the store."""
+    graph: Graph | None = None
+    """A nearest-neighbour graph over the first rows (`lantern.indexes.graph`): a search
+    asks it for candidates instead of scoring every row."""
 
     def __len__(self) -> int:
         """The usable vectors (dead rows left out)."""
@@ -151,8 +157,9 @@ def _indexed(store: Store, model: str, cached: Loaded | None) -> Loaded | None:
         return None
     if cached is not None and cached.mark is not None:
         with store.read() as conn:
-            if Mark.now(conn, feed.MEMORY_VECTOR) == cached.mark:
-                return cached
+            unchanged = Mark.now(conn, feed.MEMORY_VECTOR) == cached.mark
+        if unchanged and _same_graph(directory, model, cached):
+            return cached
     elif cached is not None and place.current(directory, vectors.name_of(model)) is None:
         with store.read() as conn:  # read from the store, and no index since: as before
             current = settings.token(conn, MEMORY.token)
@@ -162,7 +169,12 @@ def _indexed(store: Store, model: str, cached: Loaded | None) -> Loaded | None:
     if snapshot is None:
         return None
     manifest = snapshot.manifest
-    if cached is not None and cached.mark == manifest.mark and cached.dim == manifest.dim:
+    if (
+        cached is not None
+        and cached.mark == manifest.mark
+        and cached.dim == manifest.dim
+        and cached.graph is snapshot.graph
+    ):
         return cached  # another process caught the index up to what this one holds
     return Loaded(
         model,
@@ -173,7 +185,23 @@ def _indexed(store: Store, model: str, cached: Loaded | None) -> Loaded | None:
         len(manifest.unusable),
         dead=snapshot.dead,
         mark=manifest.mark,
+        graph=snapshot.graph,
     )
+
+
+def _same_graph(directory: Path, model: str, cached: Loaded) -> bool:
+    """Whether the graph the cached rows search with is still the newest one (a rebuild in
+    another process may have given the index a graph since, without a change to the feed)."""
+    from lantern.indexes import graph, vectors
+
+    if graph.exact_only() or not graph.available():
+        return cached.graph is None
+    generation = place.current(directory, vectors.name_of(model))
+    if generation is None:
+        return cached.graph is None
+    found = graph.files(generation)
+    newest = found[0][1] if found else None
+    return (cached.graph.path if cached.graph is not None else None) == newest
 
 
 def after_forget(store: Store) -> None:
@@ -317,23 +345,92 @@ def nearest(
             f"the stored vectors of {loaded.model} have {loaded.dim} dimensions and the "
             f"provider gives {query.shape[0]}; compute them again with lantern embed"
         )
-    import numpy as np
-
-    values = scores(loaded, query)
-    dead = loaded.dead is not None and len(loaded.dead) > 0
-    for ranked in rounds(values, max(_FIRST_ROUND, 2 * needed)):
-        rows = ranked[np.isfinite(values[ranked])] if dead else ranked
-        if not len(rows):
-            continue
+    for rows, values in _ranked_rows(loaded, query, max(_FIRST_ROUND, 2 * needed)):
         ids = [loaded.ids[row] for row in rows]
         found = fetch(ids)
         batch = [
-            (found[item], float(values[row]))
-            for item, row in zip(ids, rows, strict=True)
+            (found[item], float(value))
+            for item, value in zip(ids, values, strict=True)
             if item in found and item != skip
         ]
         batch.sort(key=order)
         yield from batch
+
+
+def _ranked_rows(
+    loaded: Loaded, query: NDArray[np.float32], first: int
+) -> Iterator[tuple[NDArray[Any], NDArray[np.float32]]]:
+    """Live rows, nearest first, in rounds of about `first` and then four times as many,
+    with their cosines: from the graph where the rows have one, then exactly."""
+    import numpy as np
+
+    values: NDArray[np.float32] | None = None
+    if loaded.graph is not None and len(loaded.ids) >= _GRAPH_FROM:
+        values, first = yield from _graph_rounds(loaded, loaded.graph, query, first)
+    if values is None:
+        values = scores(loaded, query)
+    for ranked in rounds(values, first):
+        rows = ranked[np.isfinite(values[ranked])]
+        if len(rows):
+            yield rows, values[rows]
+
+
+_GRAPH_FROM = 1_000
+"""Rows below which a search scores every row even where a graph exists (it is faster)."""
+_GRAPH_SHARE = 16
+"""A round deeper than this share of the rows goes on exactly: a search whose filters
+reject most of what the graph proposes scores every row once rather than walk it all."""
+
+
+def _graph_rounds(
+    loaded: Loaded, graph: Graph, query: NDArray[np.float32], first: int
+) -> Generator[
+    tuple[NDArray[Any], NDArray[np.float32]], None, tuple[NDArray[np.float32] | None, int]
+]:
+    """Rounds of the rows the graph proposes and of the rows it does not cover (appended
+    since it was built, scored exactly), each scored again against the matrix, dead rows left
+    out, none twice. Returns what the exact rounds that follow need: every row's cosine with
+    the rows already given set to minus infinity (None: nothing given yet), and their size."""
+    import numpy as np
+
+    q = query.astype(np.float32, copy=False)
+    n = len(loaded.ids)
+    covered = min(graph.rows, n)
+    dead = loaded.dead if loaded.dead is not None else np.zeros(0, dtype=np.int64)
+    given = np.zeros(n, dtype=np.bool_)
+    dead_mask = np.zeros(n, dtype=np.bool_)
+    dead_mask[dead] = True
+    tail: NDArray[np.float32] | None = None
+    if covered < n:
+        tail = np.asarray(np.einsum("ij,j->i", loaded.matrix[covered:], q))
+        tail[dead_mask[covered:]] = -np.inf
+    size = first
+    while size * _GRAPH_SHARE <= n:
+        proposed = graph.search(q, size)
+        proposed = proposed[(proposed >= 0) & (proposed < covered)]
+        keys = proposed[~dead_mask[proposed]] if len(dead) else proposed
+        if tail is not None:
+            best = min(size, len(tail))
+            top = np.argpartition(-tail, best - 1)[:best]
+            top = top[np.isfinite(tail[top])]
+            keys = np.unique(np.concatenate([keys, top.astype(np.int64) + covered]))
+        # The best `size` of what the graph and the tail propose, in order; those given in an
+        # earlier round are left out, those below are left for a later one.
+        values = np.asarray(np.einsum("ij,j->i", loaded.matrix[keys], q))
+        order = np.lexsort((keys, -values))[:size]
+        keys, values = keys[order], values[order]
+        new = ~given[keys]
+        if new.any():
+            given[keys[new]] = True
+            yield keys[new], values[new]
+        if len(proposed) < size:
+            break  # the graph holds fewer: the rest, exactly
+        size *= 4
+    if not given.any():
+        return None, size
+    rest = scores(loaded, query)
+    rest[given] = -np.inf
+    return rest, max(1, size - int(given.sum()))
 
 
 def rounds(values: NDArray[np.float32], first: int) -> Iterator[NDArray[Any]]:

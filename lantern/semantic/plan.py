@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from lantern.errors import InvalidInput, MissingDependency
 from lantern.retrieval.modes import DEFAULT_MODE, SEMANTIC_MODES, SearchMode
 from lantern.semantic.index import any_vectors, has_vectors
-from lantern.semantic.sides import Side
+from lantern.semantic.sides import MEMORY, Side
 from lantern.store import settings
 from lantern.store.engine import Store
 
@@ -69,6 +69,30 @@ def plan_mode(
     if requested is None:
         return ModePlan(DEFAULT_MODE, provider, True) if found else ModePlan(SearchMode.ANY)
     return ModePlan(requested, provider, found)
+
+
+def prepare(store: Store, side: Side) -> None:
+    """Load what a first search by meaning on this side needs beyond a keyword search, so
+    that it costs what later ones cost: the code of the semantic modes and, where the store
+    holds vectors of its default provider's model, those vectors (`lantern.semantic.index`),
+    when that is quick: mapped from the vector index, or read from a store small enough to
+    build one. Never the model, nor a call to an embedding service (an embedding server may
+    not be up yet, and a model takes memory a keyword-only caller never needs)."""
+    from lantern.indexes import place, vectors
+    from lantern.semantic.index import load
+
+    if not any_vectors(store, side):
+        return
+    try:
+        model = provider_for(store, None).model
+    except (MissingDependency, InvalidInput):
+        return  # a provider that is not installed: the first search says so
+    directory = vectors.directory_of(store) if side.name == MEMORY.name else None
+    if directory is None or not has_vectors(store, side, model):
+        return
+    indexed = place.current(directory, vectors.name_of(model)) is not None
+    if indexed or vectors.count(store, model) <= vectors.AUTO_BUILD_UP_TO:
+        load(store, side, model)
 
 
 def check_model(model: object) -> None:
