@@ -582,7 +582,7 @@ def _catch_up(
         ):
             return STALE
         model = manifest.model
-        changed = sorted(feed.changed(conn, feed.MEMORY_VECTOR, manifest.mark.seq, now.seq, model))
+        changed = sorted(feed.changed(conn, feed.MEMORY_VECTOR, manifest.mark, now, model))
         if changed and manifest.dim == 0:
             return STALE  # built without a usable vector: the dimension is not known yet
         width = max([manifest.width, *(len(_encoded(item)) for item in changed)])
