@@ -218,3 +218,35 @@ def test_a_one_shot_cli_searches_in_the_database_and_status_reports_the_servers_
         assert json.loads(status.stdout)["word_index"]["state"] == "behind"
         checked = lantern_process("--db", postgres_url, "db", "check", "--json")
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_servers_vector_index_gives_the_same_pages_and_follows_other_clients(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lantern.indexes import vectors
+    from lantern.semantic import index
+    from lantern.semantic.sides import MEMORY
+    from tests.test_vector_index import HASHING, NAME, add, agree, live_ids, table_ids
+
+    monkeypatch.setenv("LANTERN_EMBED_MODEL", "hashing")
+    index.forget_cached()
+    with Lantern.open(postgres_url) as lt:
+        add(lt, 60)
+        lt.embed(sources=False)
+        directory = _served(lt)
+        assert place.current(directory, NAME) is not None  # built at start
+        # Hybrid's keyword side in the database in both runs: they differ in vectors alone.
+        monkeypatch.setattr(topk, "ready_index", lambda core: None)
+        agree(lt, monkeypatch)
+        assert index.load(lt.store, MEMORY, HASHING).mark is not None
+        ids = [record.id for record in lt.memory.list(limit=100)]
+        with Lantern.open(postgres_url) as other:  # another client: nothing of it is served
+            added = add(other, 5, seed=11)
+            other.embed(sources=False)
+            other.memory.update(ids[0], content="A new text about the flight and the hotel.")
+            other.memory.forget(ids[2])
+        assert live_ids(lt) == table_ids(lt)
+        assert set(added) <= set(live_ids(lt)) and ids[2] not in live_ids(lt)
+        agree(lt, monkeypatch)
+        assert [found["current"] for found in vectors.status(lt.store)] == [True]
+    index.forget_cached()

@@ -184,6 +184,17 @@ def belongs(conn: Connection, mark: Mark, now: Mark) -> bool:
     return mark.seq <= now.seq and anchor(conn, mark.seq) == mark.anchor
 
 
+def current(conn: Connection, side: str, mark: Mark, now: Mark) -> bool:
+    """Whether an index at `mark` has applied every change of this side up to `now`: the same
+    mark, or (on PostgreSQL, where the horizon moves with every transaction) one of this feed
+    that lacks nothing."""
+    if mark == now:
+        return True
+    if conn.dialect.name != "postgresql":
+        return False
+    return belongs(conn, mark, now) and lacking(conn, side, mark, now) == 0
+
+
 def unchanged(store: Store, side: str, mark: Mark) -> bool:
     """Whether nothing was committed on this side since `mark`: one look-up, outside any
     transaction, for an index to answer from what it holds."""

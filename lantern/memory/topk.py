@@ -36,9 +36,12 @@ from lantern.store.dialect import from_id_list, id_list_value
 from lantern.store.models import memory_records as table
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import tantivy
 
     from lantern.indexes.words import Fence, WordIndex
+    from lantern.store.engine import Store
 
 _FIRST_ROUND = 16
 _WHOLE_ROWS = 256
@@ -264,12 +267,28 @@ class _Build(threading.Thread):
             with _lock:
                 _declined.discard(str(directory))  # a search while it was built counted
             ready_index(core)
+            _keep_vectors(store, directory)
         except (OSError, ValueError, StoreBusy):
             return  # searches run in the database; the next write or search tries again
 
     def finish(self) -> None:
         if self.is_alive() and threading.current_thread() is not self:
             self.join()
+
+
+def _keep_vectors(store: Store, directory: Path) -> None:
+    """Build the vector index of each model the store holds memory vectors of, or catch up the
+    one already there (`lantern.indexes.vectors`): a semantic search then maps it rather than
+    reading every vector from the database."""
+    from lantern.indexes import vectors
+
+    if vectors.directory_of(store) is None:
+        return
+    for model in vectors.models(store):
+        if place.current(directory, vectors.name_of(model)) is None:
+            vectors.build(store, directory, model)
+        else:
+            vectors.ready(store, model)
 
 
 class _CatchUp(threading.Thread):

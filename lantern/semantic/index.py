@@ -151,7 +151,9 @@ def _indexed(store: Store, model: str, cached: Loaded | None) -> Loaded | None:
         return None
     if cached is not None and cached.mark is not None:
         with store.read() as conn:
-            if Mark.now(conn, feed.MEMORY_VECTOR) == cached.mark:
+            if feed.current(
+                conn, feed.MEMORY_VECTOR, cached.mark, Mark.now(conn, feed.MEMORY_VECTOR)
+            ):
                 return cached
     elif cached is not None and place.current(directory, vectors.name_of(model)) is None:
         with store.read() as conn:  # read from the store, and no index since: as before
