@@ -166,6 +166,43 @@ def test_a_server_finds_what_the_database_finds(
         assert words.status(lt.store)["state"] == "current"
 
 
+def test_a_servers_pages_join_into_its_whole_ranking(filled_postgres: str) -> None:
+    with Lantern.open(filled_postgres) as lt:
+        _served(lt)
+        assert topk.ready_index(lt.memory) is not None
+        whole = lt.memory.search("ledger lamp", mode="any", limit=1000)
+        assert len(whole) > 50
+        for limit in (7, 50):
+            seen: list[str] = []
+            after = None
+            while True:
+                page = lt.memory.search("ledger lamp", mode="any", limit=limit, after=after)
+                seen += _ids(page)
+                if page.next_cursor is None:
+                    break
+                after = page.next_cursor
+            assert seen == _ids(whole)
+
+
+def test_the_http_server_keeps_the_indexes_of_a_postgresql_store(postgres_url: str) -> None:
+    from lantern.mcpserver.server import open_store
+    from lantern.memory.scopes import ScopePolicy
+
+    with Lantern.open(postgres_url) as lt:
+        lt.memory.add(kind="fact", content="a served okapi")
+    served = open_store(
+        postgres_url, scopes=ScopePolicy.of(()), read_only=False, keep_indexes=True
+    )()
+    try:
+        for thread in list(topk._builds):
+            thread.finish()
+        directory = place.directory(served.store.location)
+        assert directory is not None and place.current(directory, words.NAME) is not None
+        assert topk.ready_index(served.memory) is not None
+    finally:
+        served.close()
+
+
 def test_a_server_sees_a_change_whose_transaction_commits_late(postgres_url: str) -> None:
     with Lantern.open(postgres_url) as lt:
         first = lt.memory.add(kind="fact", content="an ordinary ledger")
