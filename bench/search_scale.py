@@ -24,7 +24,7 @@ beside its floor measured in the same run, call by call in turns:
 With `--postgres URL` (a database the benchmark may create schemas in) it measures a
 PostgreSQL store instead, in a schema of its own dropped afterwards: keyword and `any` top 20
 inside the database (what a one-shot process does) beside the same searches in a process that
-keeps the word index (`Lantern.keep_indexes`, as `lantern mcp --http` and `lantern ui` do), the
+keeps the word index (`Lantern.keep_indexes`, as `lantern mcp` and `lantern ui` do), the
 index's build at start, a search right after a write, and `lantern memory search` as a process.
 
 Nothing here asserts a number; the table is the result.

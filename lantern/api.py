@@ -523,8 +523,8 @@ class Lantern:
     def keep_indexes(self) -> None:
         """Keep the derived search indexes of a PostgreSQL store in this process from now on,
         built now in the background and caught up from the store's change feed before every
-        search: for a long-lived server that serves many clients (`lantern mcp --http`,
-        `lantern ui`). A one-shot process should not call it: it would build an index to run
+        search: for a long-lived server (`lantern mcp`, over stdio or HTTP, and `lantern
+        ui`). A one-shot process should not call it: it would build an index to run
         one search. Nothing changes for a SQLite store, whose indexes live beside its file
         whoever opens it. See docs/search.md, "Search on PostgreSQL"."""
         self.memory.keep_index()

@@ -184,15 +184,13 @@ def test_a_servers_pages_join_into_its_whole_ranking(filled_postgres: str) -> No
             assert seen == _ids(whole)
 
 
-def test_the_http_server_keeps_the_indexes_of_a_postgresql_store(postgres_url: str) -> None:
+def test_the_mcp_server_keeps_the_indexes_of_a_postgresql_store(postgres_url: str) -> None:
     from lantern.mcpserver.server import open_store
     from lantern.memory.scopes import ScopePolicy
 
     with Lantern.open(postgres_url) as lt:
         lt.memory.add(kind="fact", content="a served okapi")
-    served = open_store(
-        postgres_url, scopes=ScopePolicy.of(()), read_only=False, keep_indexes=True
-    )()
+    served = open_store(postgres_url, scopes=ScopePolicy.of(()), read_only=False)()
     try:
         for thread in list(topk._builds):
             thread.finish()

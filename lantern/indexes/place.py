@@ -7,8 +7,8 @@ pointer with `os.replace`, atomic on every platform, so a reader sees the old ge
 the new one and never a half-built one. Generations that no pointer names (left by a rebuild
 that was killed) are removed by the next rebuild.
 
-A PostgreSQL store has no file to put them beside. A long-lived server process (`lantern mcp
---http`, `lantern ui`) that serves many clients from one keeps them in the user's cache
+A PostgreSQL store has no file to put them beside. A long-lived server process (`lantern mcp`,
+over stdio or HTTP, and `lantern ui`) keeps them in the user's cache
 directory (`$XDG_CACHE_HOME/lantern/indexes/<digest of the database URL>/`, owner-only; see
 `serve`), built when it starts and caught up from the store's feed before each search, as
 beside a file. Any other process (a one-shot CLI) searches inside the database: building or

@@ -222,8 +222,7 @@ def serve_http(
     use_lenient_json()
     _raise_file_limit(limits.max_connections)
     handle = StoreHandle(
-        open_store(db, scopes=UNRESTRICTED, read_only=read_only, keep_indexes=True),
-        Access(read_only=read_only),
+        open_store(db, scopes=UNRESTRICTED, read_only=read_only), Access(read_only=read_only)
     )
     server = build_server(handle, access_of=access_of(read_only))
     verifier = TokenVerifier(token_path)

@@ -309,13 +309,12 @@ def build_server(handle: StoreHandle, *, access_of: AccessOf | None = None) -> S
     return server
 
 
-def open_store(
-    db: str | None, *, scopes: ScopePolicy, read_only: bool, keep_indexes: bool = False
-) -> Callable[[], Lantern]:
+def open_store(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> Callable[[], Lantern]:
     """What opens the store in the server: the store, then the code and the statements the
     first calls need (a search of each kind and a listing, which find nothing to speak of), so
-    that the first tool call costs what any call costs. `keep_indexes`: the server serves many
-    clients for long (over HTTP), and keeps a PostgreSQL store's indexes (`keep_indexes`)."""
+    that the first tool call costs what any call costs. The server lives as long as its
+    clients, so it keeps a PostgreSQL store's search indexes (`Lantern.keep_indexes`): over
+    stdio as over HTTP, its searches answer alike."""
 
     def opened() -> Lantern:
         with loading():
@@ -323,8 +322,7 @@ def open_store(
 
             lantern = Lantern.open(db, scopes=scopes, read_only=read_only)
             try:
-                if keep_indexes:
-                    lantern.keep_indexes()
+                lantern.keep_indexes()
                 lantern.memory.list(limit=1)
                 # In `any` mode: warming up must not load a model (nor call an embedding
                 # server); vectors load on the first semantic search, once for the server's life.
