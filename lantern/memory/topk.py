@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, select
 
-from lantern.errors import StoreBusy
+from lantern.errors import LanternError, StoreBusy
 from lantern.indexes import place
 from lantern.memory.core import MemoryCore
 from lantern.memory.cursor import ListKey, list_key
@@ -243,8 +243,8 @@ def keep(core: MemoryCore) -> threading.Thread | None:
 
 
 class _Build(threading.Thread):
-    """Builds a served store's whole-store word index, or catches up the one a server before
-    this one left in the cache directory."""
+    """Builds a served store's word index (of the repository's scopes) and vector indexes, or
+    catches up those a server before this one left in the cache directory."""
 
     def __init__(self, core: MemoryCore) -> None:
         super().__init__(name="lantern-word-index-build", daemon=False)
@@ -268,7 +268,7 @@ class _Build(threading.Thread):
                 _declined.discard(str(directory))  # a search while it was built counted
             ready_index(core)
             _keep_vectors(store, directory)
-        except (OSError, ValueError, StoreBusy):
+        except (OSError, ValueError, LanternError):
             return  # searches run in the database; the next write or search tries again
 
     def finish(self) -> None:
