@@ -285,3 +285,26 @@ def test_a_servers_vector_index_gives_the_same_pages_and_follows_other_clients(
         agree(lt, monkeypatch)
         assert [found["current"] for found in vectors.status(lt.store)] == [True]
     index.forget_cached()
+
+
+def test_a_confined_caller_of_a_server_searches_its_fenced_index(
+    filled_postgres: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lantern.memory.scopes import ScopePolicy
+
+    with Lantern.open(filled_postgres) as lt:
+        directory = _served(lt)
+        confined = lt.restricted(scopes=ScopePolicy.of(["user:ada*"]), read_only=True)
+        with monkeypatch.context() as patched:
+            patched.setenv(place.ENV_VAR, "off")
+            database = {
+                query: sorted(_ids(confined.memory.search(query, mode="any", limit=1000)))
+                for query in ("ledger", "deploy release", "lamp oil")
+            }
+        assert words.fenced_names(directory) == []
+        assert topk.ready_index(confined.memory) is not None  # built by its first search
+        assert len(words.fenced_names(directory)) == 1
+        for query, expected in database.items():
+            found = confined.memory.search(query, mode="any", limit=1000)
+            assert sorted(_ids(found)) == expected, query
+            assert {match.record.scope for match in found} <= {"user:ada"}
