@@ -28,6 +28,12 @@ beside its floor measured in the same run, call by call in turns:
 - the indexes' builds (`lantern db rebuild-index` does the same, the graph included) and their
   size on disk, and a search right after a write, which catches the word index up first.
 
+With `--postgres URL` (a database the benchmark may create schemas in) it measures a
+PostgreSQL store instead, in a schema of its own dropped afterwards: keyword and `any` top 20
+inside the database (what a one-shot process does) beside the same searches in a process that
+keeps the word index (`Lantern.keep_indexes`, as `lantern mcp` and `lantern ui` do), the
+index's build at start, a search right after a write, and `lantern memory search` as a process.
+
 Nothing here asserts a number; the table is the result.
 """
 
@@ -47,7 +53,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import WORDS, build_memory_store, percentiles, question_queries, search_queries
+from common import (
+    WORDS,
+    build_memory_store,
+    memory_records,
+    percentiles,
+    question_queries,
+    search_queries,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DIM = 384
@@ -64,6 +77,7 @@ import tantivy  # noqa: E402
 from lantern import Lantern  # noqa: E402
 from lantern.embeddings.hashing import HashingProvider  # noqa: E402
 from lantern.indexes import graph, place, vectors, words  # noqa: E402
+from lantern.memory import topk  # noqa: E402
 from lantern.semantic import index  # noqa: E402
 
 FTS_AND = (
@@ -331,6 +345,96 @@ def measure(work: Path, n: int, repeat: int) -> dict[str, Any]:
     return row
 
 
+def measure_postgres(base_url: str, n: int, repeat: int) -> dict[str, Any]:
+    """One PostgreSQL row: searches in the database beside a served word index."""
+    import uuid
+
+    import sqlalchemy
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(base_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    url = sqlalchemy.engine.make_url(base_url)
+    url = url.update_query_dict({"options": f"-csearch_path={schema}"})
+    db = url.render_as_string(hide_password=False)
+    row: dict[str, Any] = {"records": n, "engine": "postgresql"}
+    try:
+        started = time.perf_counter()
+        records = list(memory_records(n))  # all active: the statuses are not varied here
+        with Lantern.open(db) as lt:
+            for start in range(0, n, 10_000):
+                lt.memory.add_many(records[start : start + 10_000])
+        row["store_build_s"] = round(time.perf_counter() - started, 1)
+        keyword_queries = search_queries(repeat + 20, words=WORDS)
+        questions = question_queries(repeat + 20, words=WORDS)
+        with Lantern.open(db) as lt:
+
+            def keyword(i: int) -> object:
+                return lt.memory.search(keyword_queries[i], mode="keyword", limit=20)
+
+            def question(i: int) -> object:
+                return lt.memory.search(questions[i], mode="any", limit=20)
+
+            in_database = {
+                "keyword": turns(keyword, {}, repeat)["lantern"],
+                "any": turns(question, {}, repeat)["lantern"],
+            }
+            started = time.perf_counter()
+            lt.keep_indexes()
+            for build in list(topk._builds):
+                build.finish()
+            row["word_index_build_s"] = round(time.perf_counter() - started, 2)
+            current = place.current(place.directory(lt.location) or Path(), words.NAME)
+            row["word_index_mb"] = round(place.size(current) / 1e6, 1) if current else None
+            served = {
+                "keyword": turns(keyword, {}, repeat)["lantern"],
+                "any": turns(question, {}, repeat)["lantern"],
+            }
+            row["keyword"] = {"served": served["keyword"], "database": in_database["keyword"]}
+            row["any"] = {"served": served["any"], "database": in_database["any"]}
+
+            def add_then_search(i: int) -> object:
+                lt.memory.add(kind="fact", scope="bench:catch-up", content=f"catch up {n} {i}")
+                return lt.memory.search(f"catch up {n} {i}", mode="keyword", limit=5)
+
+            row["search_after_a_write"] = turns(add_then_search, {}, min(repeat, 50))["lantern"]
+        row["cli_search"] = process(["--db", db, "memory", "search", questions[0]])
+        row["cli_list"] = process(["--db", db, "memory", "list", "--json"])
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+        admin.dispose()
+    return row
+
+
+def render_postgres(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| records | search, top 20 | served index p50 / p95 ms | in the database p50 / p95 ms "
+        "| ratio p50 |",
+        "| ---: | --- | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        for label, key in (("keyword (1-3 words)", "keyword"), ("any (question)", "any")):
+            ours, theirs = row[key]["served"], row[key]["database"]
+            lines.append(
+                f"| {row['records']:,} | {label} | {ours[0]:.2f} / {ours[1]:.2f} | "
+                f"{theirs[0]:.2f} / {theirs[1]:.2f} | {ours[0] / theirs[0]:.2f}x |"
+            )
+    lines += ["", "| records | word index build at start | size | search after a write p50 | "
+              "`memory search` process | `memory list --json` process |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for row in rows:
+        search_s, search_mb = row["cli_search"]
+        list_s, list_mb = row["cli_list"]
+        lines.append(
+            f"| {row['records']:,} | {row['word_index_build_s']} s | {row['word_index_mb']} MB | "
+            f"{row['search_after_a_write'][0]:.1f} ms | {search_s:.2f} s, {search_mb:.0f} MB | "
+            f"{list_s:.2f} s, {list_mb:.0f} MB |"
+        )
+    return "\n".join(lines)
+
+
 def render(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| records | search | Lantern p50 / p95 ms | floor p50 / p95 ms | ratio p50 |",
@@ -386,6 +490,7 @@ def main(argv: list[str] | None = None) -> None:
         help="live vectors from which the vector index gets a nearest-neighbour graph",
     )
     parser.add_argument("--vectors", choices=["random", "clustered"], default="random")
+    parser.add_argument("--postgres", metavar="URL", help="measure a PostgreSQL store instead")
     args = parser.parse_args(argv)
     graph.BUILD_FROM = args.graph_from
     VECTORS[0] = args.vectors
@@ -393,6 +498,15 @@ def main(argv: list[str] | None = None) -> None:
         clustered_queries()
     sizes = [int(size) for size in args.sizes.split(",")]
     rows = []
+    if args.postgres:
+        for n in sizes:
+            rows.append(measure_postgres(args.postgres, n, args.repeat))
+            print(render_postgres(rows[-1:]), flush=True)
+        print()
+        print(render_postgres(rows))
+        if args.json_path:
+            Path(args.json_path).write_text(json.dumps(rows, indent=2) + "\n")
+        return
     with tempfile.TemporaryDirectory(prefix="lantern-scale-") as tmp:
         for n in sizes:
             rows.append(measure(Path(tmp), n, args.repeat))

@@ -520,6 +520,15 @@ class Lantern:
             place.make(directory)
         return report
 
+    def keep_indexes(self) -> None:
+        """Keep the derived search indexes of a PostgreSQL store in this process from now on,
+        built now in the background and caught up from the store's change feed before every
+        search: for a long-lived server (`lantern mcp`, over stdio or HTTP, and `lantern
+        ui`). A one-shot process should not call it: it would build an index to run
+        one search. Nothing changes for a SQLite store, whose indexes live beside its file
+        whoever opens it. See docs/search.md, "Search on PostgreSQL"."""
+        self.memory.keep_index()
+
     def check(self) -> HealthReport:
         """Check the store's health without changing it (`lantern db check`)."""
         self._whole_store("check")

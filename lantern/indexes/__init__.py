@@ -1,4 +1,4 @@
-"""Indexes derived beside a SQLite store, that make search top-k instead of linear.
+"""Indexes derived from a store, that make search top-k instead of linear.
 
 Full-text ranking inside SQLite scores every row that holds a word of the query, and vectors
 kept in the database are read into every new process; both grow with the store. The indexes
@@ -11,8 +11,9 @@ triggers in every writing transaction), and is caught up from there before a sea
 so a search never misses a committed record nor returns a forgotten one. A crash or a kill can
 leave one behind, never wrong: being behind is detected and caught up, a file that does not
 belong to this store is detected and rebuilt, and `lantern db check` verifies them. A store
-without them (the `index` extra not installed, PostgreSQL, a store too large to build one on
-the fly) searches as before, inside the database.
+without them (the `index` extra not installed, a store too large to build one on the fly,
+PostgreSQL outside a long-lived server process: see `place`) searches as before, inside the
+database.
 
 Imports: `lantern.store`, `lantern.retrieval`, `lantern.embeddings` and the leaves; tantivy
 and numpy only when a search uses them. The memory repository, the semantic index and the

@@ -7,13 +7,21 @@ pointer with `os.replace`, atomic on every platform, so a reader sees the old ge
 the new one and never a half-built one. Generations that no pointer names (left by a rebuild
 that was killed) are removed by the next rebuild.
 
-A PostgreSQL store, or SQLite in memory, has no place beside it: its searches run inside the
-database. `LANTERN_INDEXES=off` makes every store search that way (to compare, or to rule the
-indexes out when something looks wrong).
+A PostgreSQL store has no file to put them beside. A long-lived server process (`lantern mcp`,
+over stdio or HTTP, and `lantern ui`) keeps them in the user's cache
+directory (`$XDG_CACHE_HOME/lantern/indexes/<digest of the database URL>/`, owner-only; see
+`serve`), built when it starts and caught up from the store's feed before each search, as
+beside a file. Any other process (a one-shot CLI) searches inside the database: building or
+opening an index would cost it more than the one search it runs. The URL names the store
+(the password left out); a database restored or recreated at the same URL is told apart by
+the feed's anchor (`lantern.indexes.feed`), and its indexes rebuilt. SQLite in memory has no
+place either. `LANTERN_INDEXES=off` makes every store search inside its database (to compare,
+or to rule the indexes out when something looks wrong).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -28,17 +36,57 @@ from lantern.store.location import StoreLocation
 ENV_VAR = "LANTERN_INDEXES"
 
 
-def directory(location: StoreLocation) -> Path | None:
+_served: set[str] = set()
+"""The database stores whose indexes this process keeps (`serve`), by URL."""
+
+
+def directory(location: StoreLocation, *, looking: bool = False) -> Path | None:
     """The directory of a store's derived indexes; None where a store has none.
 
     The directory is made by a write to the store (`lantern.memory.topk.after_write`), by
     `db upgrade` and by `db rebuild-index`, never by a search: reading a store that cannot be
     written (an immutable file) leaves nothing beside it. Nothing here opens the store's file:
-    closing any descriptor of a SQLite file releases every lock the process holds on it."""
+    closing any descriptor of a SQLite file releases every lock the process holds on it.
+
+    A database store has one only in a process that `serve`s it; `looking` (`db status`,
+    `db check`) also names the one a server process on this host keeps for it."""
+    if os.environ.get(ENV_VAR, "").lower() == "off":
+        return None
     path = location.path
-    if path is None or path.name == ":memory:" or os.environ.get(ENV_VAR, "").lower() == "off":
+    if path is None:
+        if location.url in _served:
+            return cache_directory(location)
+        return cache_directory(location) if looking and cache_directory(location).is_dir() else None
+    if path.name == ":memory:":
         return None
     return path.with_name(path.name + ".index")
+
+
+def cache_directory(location: StoreLocation) -> Path:
+    """Where the indexes of a database store live on this host: the user's cache directory
+    (`$XDG_CACHE_HOME`, else `~/.cache`), one directory per database URL without its password
+    (a digest, so that no name or host is spelled out in the file system)."""
+    from sqlalchemy.engine import make_url
+
+    identity = make_url(location.url).set(password=None).render_as_string(hide_password=False)
+    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
+    cache_home = Path(os.path.expanduser(os.environ.get("XDG_CACHE_HOME") or ""))
+    if not cache_home.is_absolute():
+        cache_home = Path.home() / ".cache"
+    return cache_home / "lantern" / "indexes" / digest
+
+
+def serve(location: StoreLocation) -> Path | None:
+    """Keep a database store's indexes in this process (a long-lived server) from now on,
+    in its cache directory, made here (owner-only); None where it has none (SQLite keeps
+    them beside its file whoever opens it; `LANTERN_INDEXES=off`)."""
+    if location.path is not None or os.environ.get(ENV_VAR, "").lower() == "off":
+        return None
+    found = cache_directory(location)
+    found.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make(found)
+    _served.add(location.url)
+    return found
 
 
 CACHE_TAG = "CACHEDIR.TAG"

@@ -125,13 +125,14 @@ def available() -> bool:
     return os.name == "posix" and find_spec("numpy") is not None
 
 
-def directory_of(store: Store) -> Path | None:
-    """Where a store's vector indexes live; None for a store that searches without them (on
-    PostgreSQL or in memory, without numpy or POSIX locks, with `LANTERN_INDEXES=off`, or of a
-    schema older than the change feed, opened to be upgraded)."""
-    if store.dialect != "sqlite" or not available():
+def directory_of(store: Store, *, looking: bool = False) -> Path | None:
+    """Where a store's vector indexes live; None for a store that searches without them (in
+    memory, on PostgreSQL outside a server process, without numpy or POSIX locks, with
+    `LANTERN_INDEXES=off`, or of a schema older than the change feed, opened to be upgraded).
+    `looking`: see `place.directory`."""
+    if not available():
         return None
-    directory = place.directory(store.location)
+    directory = place.directory(store.location, looking=looking)
     if directory is None or not _has_feed(store):
         return None
     return directory
@@ -145,9 +146,13 @@ def _has_feed(store: Store) -> bool:
     if store in _FEEDS:
         return True
     with store.read() as conn:
-        found = conn.exec_driver_sql(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'index_feed'"
-        ).first()
+        if conn.dialect.name == "postgresql":
+            found = conn.exec_driver_sql("SELECT to_regclass('index_feed')").first()
+            found = None if found is None or found[0] is None else found
+        else:
+            found = conn.exec_driver_sql(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'index_feed'"
+            ).first()
     if found is not None:
         _FEEDS.add(store)
     return found is not None
@@ -188,8 +193,8 @@ class Manifest:
             "rows": self.rows,
             "dead": self.dead,
             "unusable": list(self.unusable),
-            "mark": {"seq": self.mark.seq, "anchor": self.mark.anchor},
-            "records": {"seq": self.records.seq, "anchor": self.records.anchor},
+            "mark": self.mark.to_json(),
+            "records": self.records.to_json(),
         }
 
     @classmethod
@@ -204,8 +209,8 @@ class Manifest:
                 rows=_count(data["rows"]),
                 dead=_count(data["dead"]),
                 unusable=tuple(_text(item) for item in data["unusable"]),
-                mark=Mark(_count(data["mark"]["seq"]), _text(data["mark"]["anchor"])),
-                records=Mark(_count(data["records"]["seq"]), _text(data["records"]["anchor"])),
+                mark=Mark.from_json(data["mark"]),
+                records=Mark.from_json(data["records"]),
             )
             if data["format"] != FORMAT or manifest.width < 1:
                 raise Broken(f"a manifest of format {data['format']!r}")
@@ -451,7 +456,8 @@ def _caught_up(store: Store, directory: Path, name: str, model: str) -> Any:
             if manifest.model != model:
                 raise Broken(f"it holds the vectors of {manifest.model!r}")
             with store.read() as conn:
-                if Mark.now(conn, feed.MEMORY_VECTOR) == manifest.mark:
+                now = Mark.now(conn, feed.MEMORY_VECTOR)
+                if feed.current(conn, feed.MEMORY_VECTOR, manifest.mark, now):
                     token = settings.token(conn, settings.MEMORY_VECTORS)
                     return _map(generation, manifest, token)
             result = _catch_up_locked(store, directory, name, generation)
@@ -520,7 +526,8 @@ def build(store: Store, directory: Path, model: str) -> dict[str, Any]:
     snapshot = _with_graph(store, directory, snapshot)
     with store.read() as conn:
         now = Mark.now(conn, feed.MEMORY_VECTOR)
-    return _status_of(snapshot.generation, snapshot.manifest, now)
+        current = feed.current(conn, feed.MEMORY_VECTOR, snapshot.manifest.mark, now)
+    return _status_of(snapshot.generation, snapshot.manifest, current)
 
 
 def _with_graph(store: Store, directory: Path, snapshot: Snapshot) -> Snapshot:
@@ -622,6 +629,11 @@ def _batches(conn: Connection, model: str) -> Iterator[list[Any]]:
     """The model's vector rows, `_FETCH` at a time, without holding them all."""
     from lantern.store.prepared import Prepared, driver_of
 
+    if conn.dialect.name != "sqlite":  # a server-side cursor (PostgreSQL's driver binds by name)
+        result = conn.execution_options(stream_results=True).execute(_ROWS, {"model": model})
+        while part := result.fetchmany(_FETCH):
+            yield list(part)
+        return
     sql, values = Prepared(_ROWS).explainable(conn.dialect, {"model": model})
     cursor = driver_of(conn).execute(sql, values)
     while rows := cursor.fetchmany(_FETCH):
@@ -672,7 +684,9 @@ def _catch_up(
         now = Mark.now(conn, feed.MEMORY_VECTOR)
         records_now = Mark.now(conn, feed.MEMORY)
         token = settings.token(conn, settings.MEMORY_VECTORS)
-        if manifest.mark == now and manifest.records == records_now:
+        if feed.current(conn, feed.MEMORY_VECTOR, manifest.mark, now) and feed.current(
+            conn, feed.MEMORY, manifest.records, records_now
+        ):
             return _map(generation, manifest, token)
         if not (
             feed.belongs(conn, manifest.mark, now)
@@ -680,7 +694,7 @@ def _catch_up(
         ):
             return STALE
         model = manifest.model
-        changed = sorted(feed.changed(conn, feed.MEMORY_VECTOR, manifest.mark.seq, now.seq, model))
+        changed = sorted(feed.changed(conn, feed.MEMORY_VECTOR, manifest.mark, now, model))
         if changed and manifest.dim == 0:
             return STALE  # built without a usable vector: the dimension is not known yet
         width = max([manifest.width, *(len(_encoded(item)) for item in changed)])
@@ -705,7 +719,7 @@ def _catch_up(
                 appended += len(kept)
             _sync(vectors, id_file)
         gone = _forgotten(conn, without_vector)
-        gone |= _forgotten_since(conn, manifest.records.seq, records_now.seq)
+        gone |= _forgotten_since(conn, manifest.records, records_now)
     dead_before = _dead_rows(generation, manifest)
     finder = _RowFinder(generation, manifest)
     newly_dead = finder.live_rows(dead_before, [*changed, *gone])
@@ -780,10 +794,13 @@ def _forgotten(conn: Connection, ids: list[str]) -> set[str]:
     return set(ids) - present
 
 
-def _forgotten_since(conn: Connection, after: int, upto: int) -> set[str]:
-    """Records the records side of the feed names after `after` that are no longer in the
+def _forgotten_since(conn: Connection, mark: Mark, now: Mark) -> set[str]:
+    """Records the records side of the feed names since `mark` that are no longer in the
     store: a record forgotten when it had no vector of the model any more, whose older rows
     the vector side never names again."""
+    if conn.dialect.name == "postgresql":  # rows past the horizon count too (`feed`)
+        return _forgotten(conn, feed.changed(conn, feed.MEMORY, mark, now))
+    after, upto = mark.seq, now.seq
     if upto <= after:
         return set()
     statement = (
@@ -969,8 +986,9 @@ def status(store: Store) -> list[dict[str, Any]]:
     """Each model that has memory vectors in the store or an index beside it, for `db status`:
     `model`, `rows` (live rows in the index), `dead` (rows replaced or removed, until the next
     compaction), `bytes` on disk, `current` (built from this store and nothing to catch up),
-    `built` (an index exists)."""
-    directory = directory_of(store)
+    `built` (an index exists). For a PostgreSQL store, those a server process on this host
+    keeps for it (`place.serve`)."""
+    directory = directory_of(store, looking=True)
     found: dict[str, dict[str, Any]] = {}
     with store.read() as conn:
         now = None if directory is None else Mark.now(conn, feed.MEMORY_VECTOR)
@@ -993,17 +1011,19 @@ def status(store: Store) -> list[dict[str, Any]]:
                 manifest = Manifest.read(generation)
             except (Broken, OSError):
                 continue
-            found[manifest.model] = _status_of(generation, manifest, now)
+            with store.read() as conn:
+                current = feed.current(conn, feed.MEMORY_VECTOR, manifest.mark, now)
+            found[manifest.model] = _status_of(generation, manifest, current)
     return [found[model] for model in sorted(found)]
 
 
-def _status_of(generation: Path, manifest: Manifest, now: Mark) -> dict[str, Any]:
+def _status_of(generation: Path, manifest: Manifest, current: bool) -> dict[str, Any]:
     return {
         "model": manifest.model,
         "rows": manifest.rows - manifest.dead,
         "dead": manifest.dead,
         "bytes": place.size(generation),
-        "current": manifest.mark == now,
+        "current": current,
         "built": True,
         "graph_rows": _graph_rows(generation),
     }
@@ -1024,8 +1044,9 @@ def check(store: Store) -> list[str]:
     read snapshot: the same records (each usable vector once, the others listed as unusable),
     and a sample of vectors equal to the table's scaled to unit length, within float
     tolerance. An index of another store, one cut short or one whose manifest does not read,
-    is named with the command that builds it again."""
-    directory = directory_of(store)
+    is named with the command that builds it again. For a PostgreSQL store, those a server
+    process on this host keeps for it (`place.serve`)."""
+    directory = directory_of(store, looking=True)
     if directory is None or not directory.is_dir():
         return []
     problems: list[str] = []
@@ -1066,7 +1087,9 @@ def _compare(store: Store, snapshot: Snapshot) -> list[str]:
     live_rows = snapshot.ids.live_rows()
     indexed = snapshot.ids.decoded(live_rows)
     with store.read() as conn:
-        if Mark.now(conn, feed.MEMORY_VECTOR) != manifest.mark:
+        if not feed.current(
+            conn, feed.MEMORY_VECTOR, manifest.mark, Mark.now(conn, feed.MEMORY_VECTOR)
+        ):
             return []  # changed since it was caught up: the next search catches it up again
         of_model = conn.execute(
             select(table.c.memory_id).where(table.c.model == bindparam("model")),

@@ -136,8 +136,7 @@ class WordIndex:
         one outside a fenced index's scopes. A crash between the commit and the file leaves
         the mark behind; the changes since are applied again, which changes nothing."""
         try:
-            found = json.loads((self.path / MARK_FILE).read_text(encoding="utf-8"))
-            return Mark(int(found["seq"]), str(found["anchor"]))
+            return Mark.from_json(json.loads((self.path / MARK_FILE).read_text(encoding="utf-8")))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -219,7 +218,7 @@ class WordIndex:
         The searcher of the last call is kept with its mark: while the store's feed has not
         moved, a search costs one look-up in the store and no file is read."""
         kept = self._kept
-        if kept is not None and kept[0] == Mark.latest(store, feed.MEMORY):
+        if kept is not None and feed.unchanged(store, feed.MEMORY, kept[0]):
             return kept[1]
         with store.read() as conn:
             now = Mark.now(conn, feed.MEMORY)
@@ -228,11 +227,13 @@ class WordIndex:
             if mark != now:
                 if mark is None or not feed.belongs(conn, mark, now):
                     return STALE
-                caught_up = self._catch_up(conn, now)
-                if caught_up is not True:
-                    return caught_up
-                searcher = self.searcher()
-        self._kept = (now, searcher)
+                if feed.lacking(conn, feed.MEMORY, mark, now):
+                    caught_up = self._catch_up(conn, now)
+                    if caught_up is not True:
+                        return caught_up
+                    searcher = self.searcher()
+                    mark = now
+        self._kept = (mark, searcher)
         return searcher
 
     def _catch_up(self, conn: Connection, now: Mark) -> Any:
@@ -244,8 +245,8 @@ class WordIndex:
             mark = self.mark()  # what the lock holder before us left
             if mark is None or not feed.belongs(conn, mark, now):
                 return STALE
-            if mark.seq < now.seq:
-                changed = feed.changed(conn, feed.MEMORY, mark.seq, now.seq)
+            if feed.lacking(conn, feed.MEMORY, mark, now):
+                changed = feed.changed(conn, feed.MEMORY, mark, now)
                 if len(_rows_of(conn, changed, _ID_ONLY)) < len(changed):
                     return STALE  # a record left the store: its words must leave the disk
                 rows = _rows_of(conn, changed, _ROWS.where(*self.fence.where))
@@ -401,7 +402,7 @@ def _write_mark(path: Path, mark: Mark) -> None:
     staged = path / f".{MARK_FILE}.new"
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with open(fd, "w", encoding="utf-8") as handle:
-        json.dump({"seq": mark.seq, "anchor": mark.anchor}, handle)
+        json.dump(mark.to_json(), handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(staged, path / MARK_FILE)
@@ -568,8 +569,9 @@ _SAMPLE = 200
 def status(store: Store) -> JSONObject:
     """What `db status` says of the word index: `state` is `current`, `behind` (caught up at
     the next search), `stale` (rebuilt at the next search or by `db rebuild-index`), `absent`
-    or `unavailable` (no tantivy, or a store that keeps no index beside it)."""
-    directory = place.directory(store.location)
+    or `unavailable` (no tantivy, or a store that keeps no index beside it). For a PostgreSQL
+    store, the index a server process on this host keeps for it (`place.serve`)."""
+    directory = place.directory(store.location, looking=True)
     if directory is None or not available():
         return {"state": "unavailable", "records": None, "size_bytes": None, "behind_by": None}
     path = place.current(directory, NAME)
@@ -581,7 +583,7 @@ def status(store: Store) -> JSONObject:
     with store.read() as conn:
         now = Mark.now(conn, feed.MEMORY)
         usable = mark is not None and feed.belongs(conn, mark, now)
-    behind = None if mark is None or not usable else now.seq - mark.seq
+        behind = None if mark is None or not usable else feed.lacking(conn, feed.MEMORY, mark, now)
     state = "stale" if not usable else "behind" if behind else "current"
     return {
         "state": state,
@@ -596,7 +598,7 @@ def verify(store: Store) -> list[str] | None:
 
     Reads only. An index behind the feed is not a problem (the next search catches it up):
     its records are compared with the table only when it is current."""
-    directory = place.directory(store.location)
+    directory = place.directory(store.location, looking=True)
     if directory is None or not available() or place.current(directory, NAME) is None:
         return None
     try:
@@ -610,7 +612,7 @@ def verify(store: Store) -> list[str] | None:
         now = Mark.now(conn, feed.MEMORY)
         if mark is None or not feed.belongs(conn, mark, now):
             return [f"the word index was not built from this store's changes; {rebuild}"]
-        if mark != now:
+        if feed.lacking(conn, feed.MEMORY, mark, now):
             return []
         problems = []
         total = int(conn.execute(select(func.count()).select_from(records)).scalar_one())

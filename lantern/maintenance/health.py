@@ -685,7 +685,7 @@ def _vector_index(store: Store, revision: str | None) -> CheckResult:
 
     if not _applied(revision, migrations.HEAD):
         return CheckResult("vector_index", "skipped", ("the store needs an upgrade first",))
-    if vectors.directory_of(store) is None or not any(
+    if vectors.directory_of(store, looking=True) is None or not any(
         found["built"] for found in vectors.status(store)
     ):
         reason = "no vector index beside this store: semantic searches read the vectors"

@@ -312,7 +312,9 @@ def build_server(handle: StoreHandle, *, access_of: AccessOf | None = None) -> S
 def open_store(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> Callable[[], Lantern]:
     """What opens the store in the server: the store, then the code and the statements the
     first calls need (a search of each kind and a listing, which find nothing to speak of), so
-    that the first tool call costs what any call costs."""
+    that the first tool call costs what any call costs. The server lives as long as its
+    clients, so it keeps a PostgreSQL store's search indexes (`Lantern.keep_indexes`): over
+    stdio as over HTTP, its searches answer alike."""
 
     def opened() -> Lantern:
         with loading():
@@ -320,6 +322,7 @@ def open_store(db: str | None, *, scopes: ScopePolicy, read_only: bool) -> Calla
 
             lantern = Lantern.open(db, scopes=scopes, read_only=read_only)
             try:
+                lantern.keep_indexes()
                 lantern.memory.list(limit=1)
                 # In `any` mode: warming up must not load a model (nor call an embedding
                 # server); vectors load on the first semantic search, once for the server's life.

@@ -58,7 +58,7 @@ class MemoryCore:
             if conn.dialect.name == "sqlite":
                 driver_of(conn).execute("PRAGMA secure_delete = ON")
             yield conn
-        if index_after and conn.dialect.name == "sqlite":
+        if index_after:
             from lantern.memory import topk
 
             topk.after_write(self)

@@ -30,3 +30,11 @@ __all__ = ["MemoryRepository"]
 @checked
 class MemoryRepository(MemoryWrites, MemoryEntities, MemoryLifecycle, MemoryReads, MemoryActivity):
     """Adds, revises, retires, forgets, finds, explains and sums up memory records in one store."""
+
+    def keep_index(self) -> None:
+        """Keep the word index of a database store in this process from now on: for a
+        long-lived server serving many clients (`lantern.memory.topk.keep`). Nothing changes
+        for a SQLite store, whose index lives beside its file whoever opens it."""
+        from lantern.memory import topk
+
+        topk.keep(self)

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, select
 
-from lantern.errors import StoreBusy
+from lantern.errors import LanternError, StoreBusy
 from lantern.indexes import place
 from lantern.memory.core import MemoryCore
 from lantern.memory.cursor import ListKey, list_key
-from lantern.memory.filters import Conditions, MemoryFilter
+from lantern.memory.filters import Conditions, MemoryFilter, Part
 from lantern.memory.records import MemoryRecord
 from lantern.memory.rows import row_to_record
 from lantern.retrieval.query import ParsedQuery
@@ -36,9 +36,12 @@ from lantern.store.dialect import from_id_list, id_list_value
 from lantern.store.models import memory_records as table
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import tantivy
 
     from lantern.indexes.words import Fence, WordIndex
+    from lantern.store.engine import Store
 
 _FIRST_ROUND = 16
 _WHOLE_ROWS = 256
@@ -48,6 +51,8 @@ _workers: dict[tuple[int, str], _CatchUp] = {}
 _declined: set[str] = set()
 """Stores too large to index on a search, by directory: not counted again by this process."""
 _lock = threading.RLock()
+_builds: weakref.WeakSet[_Build] = weakref.WeakSet()
+"""The builds that `keep` started, to wait for (a test)."""
 
 
 def ready_index(
@@ -65,8 +70,6 @@ def ready_index(
     indexes live in: a search of a store that has none runs in the database, so that reading
     a store that cannot be written (an immutable file) leaves nothing beside it."""
     store = core._store
-    if store.dialect != "sqlite":
-        return None
     directory = place.directory(store.location)
     if directory is None or not (after_write or directory.is_dir()):
         return None
@@ -118,6 +121,8 @@ class Ranking:
     ) -> None:
         self._core = core
         self._index, self._searcher = ready
+        if core._store.dialect == "postgresql":
+            conditions = _matched_by_database(conditions, parsed)
         self._conditions = conditions
         statuses = None if filters.status == "all" else [filters.status]
         scopes = [filters.scopes, core._scopes.patterns]
@@ -166,6 +171,21 @@ class Ranking:
         return (found[record_id], score) if record_id in found else None
 
 
+def _matched_by_database(conditions: Conditions, parsed: ParsedQuery) -> Conditions:
+    """The conditions and the database's own match of the query (`lantern.memory.fts`).
+
+    On PostgreSQL the database decides what matches as well: its parser keeps accents and some
+    forms whole (`résumé` is not `resume` there, `20.04` is one word), which the index folds or
+    splits. A record the index ranks and the database would not match is left out, so that a
+    server's searches match what any other process's do (inside the database)."""
+    from lantern.memory import fts
+
+    _source, match, _score = fts.matching("postgresql")
+    part: Part = ({"match": fts.match_value("postgresql", parsed)}, lambda _values: match)
+    values = {**conditions.values, **part[0]}
+    return Conditions((*conditions.key, "match"), values, (*conditions.parts, part))
+
+
 def after_write(core: MemoryCore) -> None:
     """Bring the word index of this repository's scopes up to date in the background after a
     committed write, so that the next search finds it current: a tantivy commit costs tens of
@@ -195,6 +215,80 @@ def after_write(core: MemoryCore) -> None:
         worker = _workers[key] = _CatchUp(core, key)
     store.before_close(worker.finish)
     worker.start()
+
+
+def keep(core: MemoryCore) -> threading.Thread | None:
+    """Keep the word index of a database store in this long-lived server process (see
+    `lantern.indexes.place.serve`): its whole-store generation is built now, in the background
+    and whatever the store's size (the server lives long enough to repay it), and from then on
+    every search catches it up from the store's feed, and every write of this process in the
+    background, as beside a SQLite file. Searches that come before the build is done run in
+    the database. The index is the one of this repository's scopes (the whole store's for an
+    unconfined one); another confined caller's is built on its first search.
+    The thread that builds it, or None where nothing is built (a SQLite store keeps its
+    indexes beside its file whoever opens it; tantivy not installed; `LANTERN_INDEXES=off`)."""
+    store = core._store
+    directory = place.serve(store.location)
+    if directory is None:
+        return None
+    from lantern.indexes import words
+
+    if not words.available():
+        return None
+    builder = _Build(core)
+    _builds.add(builder)
+    store.before_close(builder.finish)
+    builder.start()
+    return builder
+
+
+class _Build(threading.Thread):
+    """Builds a served store's word index (of the repository's scopes) and vector indexes, or
+    catches up those a server before this one left in the cache directory."""
+
+    def __init__(self, core: MemoryCore) -> None:
+        super().__init__(name="lantern-word-index-build", daemon=False)
+        self._core = weakref.ref(core)
+
+    def run(self) -> None:
+        from lantern.indexes import words
+
+        core = self._core()
+        if core is None:
+            return
+        store = core._store
+        directory = place.directory(store.location)
+        if directory is None:
+            return
+        fence = _fence(core)
+        try:
+            if _current(core, fence) is None:
+                _remember(words.build(store, directory, fence))
+            with _lock:
+                _declined.discard(str(directory))  # a search while it was built counted
+            ready_index(core)
+            _keep_vectors(store, directory)
+        except (OSError, ValueError, LanternError):
+            return  # searches run in the database; the next write or search tries again
+
+    def finish(self) -> None:
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join()
+
+
+def _keep_vectors(store: Store, directory: Path) -> None:
+    """Build the vector index of each model the store holds memory vectors of, or catch up the
+    one already there (`lantern.indexes.vectors`): a semantic search then maps it rather than
+    reading every vector from the database."""
+    from lantern.indexes import vectors
+
+    if vectors.directory_of(store) is None:
+        return
+    for model in vectors.models(store):
+        if place.current(directory, vectors.name_of(model)) is None:
+            vectors.build(store, directory, model)
+        else:
+            vectors.ready(store, model)
 
 
 class _CatchUp(threading.Thread):

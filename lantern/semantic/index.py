@@ -157,7 +157,9 @@ def _indexed(store: Store, model: str, cached: Loaded | None) -> Loaded | None:
         return None
     if cached is not None and cached.mark is not None:
         with store.read() as conn:
-            unchanged = Mark.now(conn, feed.MEMORY_VECTOR) == cached.mark
+            unchanged = feed.current(
+                conn, feed.MEMORY_VECTOR, cached.mark, Mark.now(conn, feed.MEMORY_VECTOR)
+            )
         if unchanged and _same_graph(directory, model, cached):
             return cached
     elif cached is not None and place.current(directory, vectors.name_of(model)) is None:

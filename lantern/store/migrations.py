@@ -32,7 +32,20 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # Revisions in order; HEAD is the last. A test checks these against the scripts.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0011")
+REVISIONS = (
+    "0001",
+    "0002",
+    "0003",
+    "0004",
+    "0005",
+    "0006",
+    "0007",
+    "0008",
+    "0009",
+    "0010",
+    "0011",
+    "0013",
+)
 HEAD = REVISIONS[-1]
 
 # What each revision creates, to recognise legacy generations and refuse odd files.
@@ -48,6 +61,7 @@ TABLES_BY_REVISION = {
     "0009": frozenset({"memory_entities", "entity_scans"}),
     "0010": frozenset({"index_feed"}),
     "0011": frozenset(),
+    "0013": frozenset(),
 }
 LEGACY_GENERATIONS = {1: "0001", 2: "0002"}
 LEGACY_TABLES = TABLES_BY_REVISION["0001"] | TABLES_BY_REVISION["0002"]
@@ -56,6 +70,10 @@ LEGACY_TABLES = TABLES_BY_REVISION["0001"] | TABLES_BY_REVISION["0002"]
 # columns belong to each engine's search code, not to the models.
 FTS_TABLE_PREFIXES = ("chunks_fts", "memory_fts")
 FTS_COLUMNS = frozenset({"text_tsv", "content_tsv"})
+# PostgreSQL's feed records each change's transaction (revision 0013) for the feed's reader
+# (`lantern.indexes.feed`), which reads it in SQL of its own; SQLite's feed has no such column.
+FEED_TRANSACTION_COLUMN = "xact"
+FEED_TRANSACTION_INDEX = "ix_index_feed_xact"
 # On SQLite, chunk_search_text has no foreign key to chunks (see revision 0007: the chunks_ad
 # trigger must read a chunk's row before it goes, and SQLite would cascade before the trigger).
 SQLITE_WITHOUT_FOREIGN_KEYS = frozenset({"chunk_search_text"})
@@ -304,6 +322,10 @@ def schema_filter(dialect: str) -> Callable[..., bool]:
         if type_ == "column" and name in FTS_COLUMNS:
             return False
         if type_ == "index" and name is not None and name.endswith("_tsv"):
+            return False
+        if type_ == "column" and name == FEED_TRANSACTION_COLUMN:
+            return getattr(getattr(obj, "table", None), "name", None) != "index_feed"
+        if type_ == "index" and name == FEED_TRANSACTION_INDEX:
             return False
         if dialect != "sqlite":
             return True

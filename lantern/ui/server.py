@@ -35,6 +35,7 @@ def serve(
     """Serve the view until interrupted; the URL with its token goes to stdout."""
     lantern = Lantern.open(db, create=False, read_only=True, scopes=scopes)
     try:
+        lantern.keep_indexes()  # a PostgreSQL store's, for the view's many searches
         listening = _bind(host, port)
         token = secrets.token_urlsafe(32)
         site = Site(lantern, tuple(db_words), tuple(patterns))
