@@ -110,10 +110,14 @@ class MemoryReads(MemoryCore):
             NotFound: No such record within the scopes, and no history of one.
         """
         with self._store.read() as conn:
-            entries = history.read(conn, record_id)
             if self._scopes.restricted and fetch(conn, record_id, self._scopes) is None:
-                # No visible record: only what a forget left of one in the scopes remains.
-                entries = [e for e in entries if history.forgotten_in(e, self._scopes)]
+                # No visible record: only what a forget left of one in the scopes remains. Only
+                # `forgotten` entries are read, so that a record outside with a long history
+                # takes no longer to refuse than an id that names nothing.
+                forgotten = history.read(conn, record_id, event="forgotten")
+                entries = [e for e in forgotten if history.forgotten_in(e, self._scopes)]
+            else:
+                entries = history.read(conn, record_id)
             if not entries:
                 require(conn, record_id, self._scopes)
             return entries
