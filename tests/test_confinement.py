@@ -269,6 +269,10 @@ SEARCHES = ["hunter2pass", "Alice deploys on Fridays", "deploy*", "which note di
 
 
 def test_searches_in_every_mode(stores: tuple[str, str, Seeded]) -> None:
+    _searches_in_every_mode(stores)
+
+
+def _searches_in_every_mode(stores: tuple[str, str, Seeded]) -> Any:
     """Hits, their order and every number in them (scores, ranks, similarities, the count of
     records without a vector) are the same whether or not records outside the scopes hold the
     query's words: relevance statistics are counted within the scopes."""
@@ -302,6 +306,20 @@ def test_searches_in_every_mode(stores: tuple[str, str, Seeded]) -> None:
 
     found = _same(outputs, stores)
     assert found["hunter2pass keyword relevance"][0][0], "the search finds the record inside"
+    return found
+
+
+def test_searches_in_every_mode_without_the_word_index(
+    stores: tuple[str, str, Seeded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same without the word index (no tantivy, or `LANTERN_INDEXES=off`): a confined
+    caller's keyword scores are then BM25 counted within its scopes (`lantern.memory.fenced`)
+    rather than FTS5's, which counts the whole table."""
+    monkeypatch.setenv("LANTERN_INDEXES", "off")
+    found = _searches_in_every_mode(stores)
+    first = found["Alice deploys on Fridays keyword relevance"][0][0]
+    assert [hit["keyword_rank"] for hit in first] == [1]
+    assert first[0]["score"] > 0
 
 
 def _mcp_outputs(mcp: McpClient, seeded: Seeded) -> Any:

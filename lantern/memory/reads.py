@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, select, union_all
 
@@ -52,6 +52,9 @@ from lantern.retrieval.modes import (
 )
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.models import memory_records as table
+
+if TYPE_CHECKING:
+    from lantern.memory.fenced import FencedRanking
 
 _MAX_REFS = 10_000
 """At most this many references are looked up at once (`by_refs`)."""
@@ -487,8 +490,9 @@ class MemoryReads(MemoryCore):
         fingerprint: str,
     ) -> Page:
         confined = self._scopes.restricted
-        if (order == "relevance" or confined) and (ready := topk.ready_index(self)) is not None:
-            ranking = topk.Ranking(self, ready, parsed, filters, conditions)
+        if (order == "relevance" or confined) and (
+            ranking := topk.ranking(self, parsed, filters, conditions)
+        ) is not None:
             if order == "relevance":
                 return self._ranked_page(ranking, mode, limit, offset, position, fingerprint)
             # A confined caller's places in the ranking are counted in its scopes' index.
@@ -546,7 +550,7 @@ class MemoryReads(MemoryCore):
 
     def _ranked_page(
         self,
-        ranking: topk.Ranking,
+        ranking: topk.Ranking | FencedRanking,
         mode: SearchMode,
         limit: int,
         offset: int,

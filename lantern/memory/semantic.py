@@ -156,12 +156,13 @@ class SemanticSearch:
             record.id: (rank, similarity) for rank, (record, similarity) in enumerate(nearest, 1)
         }
         keyword: dict[str, tuple[MemoryRecord, int]] = {}
-        ready = topk.ready_index(self._core) if self._core._scopes.restricted else None
-        if ready is not None:
-            # A confined caller's places in the ranking are counted in its scopes' index.
-            ranking = topk.Ranking(
-                self._core, ready, self._any_query(), request.filters, request.conditions
-            )
+        ranking = (
+            topk.ranking(self._core, self._any_query(), request.filters, request.conditions)
+            if self._core._scopes.restricted
+            else None
+        )
+        if ranking is not None:
+            # A confined caller's places in the ranking are counted within its scopes.
             for record, _score, rank in ranking.ranked_all():
                 keyword[record.id] = (record, rank)
         else:
@@ -225,10 +226,8 @@ class SemanticSearch:
     def _keyword(self, depth: int) -> list[tuple[MemoryRecord, float]]:
         """The first `depth` records of the `any` ranking, with their scores."""
         request = self._request
-        if (ready := topk.ready_index(self._core)) is not None:
-            ranking = topk.Ranking(
-                self._core, ready, self._any_query(), request.filters, request.conditions
-            )
+        ranking = topk.ranking(self._core, self._any_query(), request.filters, request.conditions)
+        if ranking is not None:
             return list(islice(ranking.records(depth), depth))
         dialect = self._dialect
         conditions = request.conditions

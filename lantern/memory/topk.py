@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     import tantivy
 
     from lantern.indexes.words import Fence, WordIndex
+    from lantern.memory.fenced import FencedRanking
 
 _FIRST_ROUND = 16
 _WHOLE_ROWS = 256
@@ -93,6 +94,22 @@ def ready_index(
     if searcher is None:
         return None
     return index, searcher
+
+
+def ranking(
+    core: MemoryCore, parsed: ParsedQuery, filters: MemoryFilter, conditions: Conditions
+) -> Ranking | FencedRanking | None:
+    """A search's ranking made outside the database's own scores: the word index's, or, for a
+    confined caller on SQLite without one, BM25 counted within its scopes
+    (`lantern.memory.fenced`); None, the database ranks."""
+    ready = ready_index(core)
+    if ready is not None:
+        return Ranking(core, ready, parsed, filters, conditions)
+    if core._scopes.restricted and core._store.dialect == "sqlite":
+        from lantern.memory.fenced import FencedRanking
+
+        return FencedRanking(core, parsed, conditions)
+    return None
 
 
 def _fence(core: MemoryCore) -> Fence:
