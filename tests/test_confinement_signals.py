@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lantern.api import Lantern
 from lantern.errors import LanternError
 from lantern.store.ids import entity_id
@@ -176,3 +178,46 @@ def test_a_cursor_of_changes_names_no_entry_outside(tmp_path: Path) -> None:
     assert refused == {
         "InvalidInput: not a cursor of memory changes (a next_cursor they gave): 'C'"
     }
+
+
+def test_writes_outside_leave_a_confined_callers_index_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records added, archived and forgotten outside the scopes make a confined caller's next
+    search take no index writer and write nothing beside the store (a sync it could time), and
+    its index stays the same generation; a record added inside is found at once."""
+    pytest.importorskip("tantivy")
+    from lantern.indexes import place, words
+
+    url = str(tmp_path / "store.db")
+    with Lantern.open(url) as lt:
+        lt.memory.add(kind="fact", scope="user:alice", content="Alice deploys on Fridays.")
+    with Lantern.open(url, scopes=FENCE) as confined:
+        assert len(confined.memory.search("deploys", mode="keyword")) == 1
+        directory = place.directory(confined.location)
+        assert directory is not None
+        [name] = words.fenced_names(directory)
+        generation = place.current(directory, name)
+        assert generation is not None
+        mark = (generation / words.MARK_FILE).read_bytes()
+        with Lantern.open(url) as other:
+            for n in range(3):
+                other.memory.add(kind="fact", scope="user:bob", content=f"Bob deploys {n}.")
+            bobs = other.memory.list(scope="user:bob")
+            other.memory.archive(bobs[0].id)
+            other.memory.forget(bobs[1].id)
+        taken: list[object] = []
+        writer = words._writer
+
+        def counting(*args: Any) -> Any:
+            taken.append(args)
+            return writer(*args)
+
+        monkeypatch.setattr(words, "_writer", counting)
+        assert len(confined.memory.search("deploys", mode="keyword")) == 1
+        assert taken == []
+        assert place.current(directory, name) == generation
+        assert (generation / words.MARK_FILE).read_bytes() == mark
+        with Lantern.open(url) as other:
+            other.memory.add(kind="fact", scope="user:alice", content="Alice deploys again.")
+        assert len(confined.memory.search("deploys", mode="keyword")) == 2

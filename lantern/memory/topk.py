@@ -257,12 +257,14 @@ class _CatchUp(threading.Thread):
             self.join()
 
 
-def rebuild_after_forget(core: MemoryCore) -> None:
-    """Build the store's word indexes again, so that a forgotten record's words leave the disk
-    now rather than at the next search (tantivy keeps a deleted document's words in its
-    segments until they merge): those this process has open are rebuilt, the fenced ones it
-    has not are removed (their confined callers build them again on their next search). If
-    this fails or is killed, the next search finds an index behind a forget and rebuilds it."""
+def rebuild_after_forget(core: MemoryCore, record_id: str) -> None:
+    """Build the store's word indexes that held a forgotten record again, so that its words
+    leave the disk now rather than at the next search (tantivy keeps a deleted document's
+    words in its segments until they merge): those this process has open are rebuilt, the
+    fenced ones it has not are removed (their confined callers build them again on their next
+    search). A fenced index that never held the record is left as it is: a forget outside a
+    confined caller's scopes must not make its next search slower. If this fails or is killed,
+    the next search finds an index behind a forget and rebuilds it."""
     store = core._store
     directory = place.directory(store.location)
     if directory is None:
@@ -273,9 +275,15 @@ def rebuild_after_forget(core: MemoryCore) -> None:
         opened = [index for (where, _), index in _open.items() if where == str(directory)]
     try:
         for name in words.fenced_names(directory):
-            if all(index.fence.name != name for index in opened):
+            if all(index.fence.name != name for index in opened) and words.holds_record(
+                directory, name, record_id
+            ):
                 place.remove(directory, name)
         for index in opened:
+            if index.fence.patterns and not words.holds_record(
+                directory, index.fence.name, record_id
+            ):
+                continue
             _remember(words.build(store, directory, index.fence))
         if not opened and place.current(directory, words.NAME) is not None:
             _remember(words.build(store, directory))
