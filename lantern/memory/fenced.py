@@ -7,10 +7,9 @@ whether records outside its scopes hold the query's words. Where the fenced word
 index that cannot be read now), a confined search on SQLite ranks here instead, by BM25 with
 every statistic counted within the caller's scopes:
 
-- how many records hold each term: an FTS5 count of the term's matches among the scopes'
-  records, so a phrase and a prefix match as FTS5 matches them;
-- how often a term occurs in a record: the instances FTS5's `highlight()` marks for that term
-  alone;
+- how many records hold each term, and how often it occurs in each: FTS5's matches of the
+  term alone among the scopes' records (so a phrase and a prefix match as FTS5 matches them),
+  and the instances its `highlight()` marks, in one statement a term;
 - a record's length: its characters, against the average of the scopes' records.
 
 FTS5 finds the matches (with the search's filters and the scope policy); their scores are
@@ -36,7 +35,6 @@ from lantern.memory.filters import Conditions
 from lantern.memory.records import MemoryRecord
 from lantern.memory.rows import row_to_record
 from lantern.retrieval.query import ParsedQuery
-from lantern.store.dialect import id_list_value, in_id_list
 from lantern.store.models import memory_records as table
 
 _K1 = 1.2
@@ -97,38 +95,28 @@ class FencedRanking:
 
         total, average = store.fetch(core._prepared(("fenced-size",), size))[0]
         average = float(average or 1.0) or 1.0
-        ids = [record.id for record in records]
-        scores = dict.fromkeys(ids, 0.0)
+        scores = {record.id: 0.0 for record in records}
         lengths = {record.id: len(record.content) for record in records}
         for term in dict.fromkeys(self._parsed.terms):
             if not term.tokens:
                 continue
             alone = fts.match_value(dialect, dataclasses.replace(self._parsed, terms=(term,)))
             holding = self._holding(alone)
-            weight = math.log(1.0 + (int(total) - holding + 0.5) / (holding + 0.5))
-            for record_id, count in self._occurrences(alone, ids).items():
-                norm = _K1 * (1.0 - _B + _B * lengths[record_id] / average)
-                scores[record_id] += weight * count * (_K1 + 1.0) / (count + norm)
+            weight = math.log(1.0 + (int(total) - len(holding) + 0.5) / (len(holding) + 0.5))
+            for record_id, count in holding.items():
+                if record_id in scores:
+                    norm = _K1 * (1.0 - _B + _B * lengths[record_id] / average)
+                    scores[record_id] += weight * count * (_K1 + 1.0) / (count + norm)
         ranked = [(record, scores[record.id]) for record in records]
         ranked.sort(key=lambda pair: (-pair[1], *list_key(pair[0])))
         return ranked
 
-    def _holding(self, alone: str) -> int:
-        """How many records of the scopes match one term."""
+    def _holding(self, alone: str) -> dict[str, int]:
+        """The records of the scopes that match one term, with how many times it occurs in
+        each: one statement for both."""
         core = self._core
         source, match, _score = fts.matching(core._store.dialect)
         policy = core._policy()
-
-        def build() -> Select[Any]:
-            return select(func.count()).select_from(source).where(match, *policy)
-
-        return int(core._store.fetch(core._prepared(("fenced-df",), build), {"match": alone})[0][0])
-
-    def _occurrences(self, alone: str, ids: list[str]) -> dict[str, int]:
-        """How many times one term occurs in each of these records (those that hold it)."""
-        core = self._core
-        dialect = core._store.dialect
-        source, match, _score = fts.matching(dialect)
         # Each instance of the term, wrapped in two control characters; those the text holds
         # already are counted off.
         marked = func.highlight(literal_column(fts.FTS_TABLE), 1, _OPEN, _CLOSE)
@@ -137,15 +125,12 @@ class FencedRanking:
             return (
                 select(table.c.id, table.c.content, marked)
                 .select_from(source)
-                .where(match, in_id_list(dialect, table.c.id, "ids"))
+                .where(match, *policy)
             )
 
         found: dict[str, int] = {}
-        values = {"match": alone, "ids": id_list_value(dialect, ids)}
         for record_id, content, highlighted in core._store.fetch(
-            core._prepared(("fenced-tf",), build), values
+            core._prepared(("fenced-terms",), build), {"match": alone}
         ):
-            count = highlighted.count(_OPEN) - content.count(_OPEN)
-            if count > 0:
-                found[record_id] = count
+            found[record_id] = max(1, highlighted.count(_OPEN) - content.count(_OPEN))
         return found
