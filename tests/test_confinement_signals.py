@@ -107,12 +107,26 @@ def test_an_entity_only_records_outside_have_reads_as_none(tmp_path: Path) -> No
             "detach by name": _answer(lambda: lt.memory.detach_entities(record, [hidden])),
             "detach by id": _answer(lambda: lt.memory.detach_entities(record, [by_id])),
             "attach by id": _answer(lambda: lt.memory.attach_entities(record, [by_id])),
+            "add by id": _answer(
+                lambda: lt.memory.add(
+                    kind="fact", scope="user:alice", content="Named.", entities=[by_id]
+                )
+            ),
+            "add_many by id": _answer(
+                lambda: lt.memory.add_many(
+                    [{"kind": "fact", "scope": "user:alice", "content": "N.", "entities": [by_id]}]
+                )
+            ),
+            "supersede by id": _answer(
+                lambda: lt.memory.supersede(record, content="Renamed.", entities=[by_id])
+            ),
             "get": _answer(lambda: lt.entities.get(by_id)),
             "filter": _answer(lambda: lt.memory.list(entity=[by_id])),
         }
 
     found = _both(tmp_path, seed, ask)
-    assert found["attach by id"].startswith("NotFound")
+    for call in ("attach by id", "add by id", "add_many by id", "supersede by id"):
+        assert found[call].startswith("NotFound"), call
 
 
 def test_an_id_outside_reads_as_one_that_names_nothing(tmp_path: Path) -> None:

@@ -143,10 +143,6 @@ class MemoryEntities(MemoryCore):
             record = require(conn, record_id, self._scopes, for_update=True)
             return detach(conn, record, keys, self._store.clock(), self._fence())[1]
 
-    def _fence(self) -> links.Fence | None:
-        """The conditions of a confined caller's scopes; None when unconfined."""
-        return self._policy() if self._scopes.restricted else None
-
     def _names(self, entities: str | Sequence[str]) -> list[entity_names.EntityKey]:
         keys = entity_names.keys(entities)
         if not keys:
