@@ -69,8 +69,10 @@ class Seeded:
     extra: list[str]
 
 
-def _seed(lt: Lantern, clock: Clock) -> Seeded:
-    """The records both stores hold: inside the fence, with links that cross it both ways."""
+def _seed(lt: Lantern, clock: Clock, *, interleaved: list[str] | None = None) -> Seeded:
+    """The records both stores hold: inside the fence, with links that cross it both ways; with
+    `interleaved`, a record outside (its id added there) after each one added inside, so that
+    the history entries inside are numbered differently in the log of the whole store."""
     now = clock.now
     ingested = lt.evidence.ingest_text(
         "tool://notes/alice", "Alice Smith deploys on Fridays. The staging password is hunter2pass."
@@ -80,9 +82,14 @@ def _seed(lt: Lantern, clock: Clock) -> Seeded:
 
     def add(scope: str, content: str, **fields: Any) -> str:
         clock.advance()
-        return lt.memory.add(
+        added = lt.memory.add(
             kind=fields.pop("kind", "fact"), scope=scope, content=content, **fields
         ).id
+        if interleaved is not None:
+            interleaved.append(
+                lt.memory.add(kind="fact", scope="global", content=f"Between {content}").id
+            )
+        return added
 
     cites = {"source_refs": [f"chunk:{chunk}"]}
     first = add("user:alice", "Alice deploys on Fridays.", entities=["person:Alice Smith"], **cites)
@@ -168,9 +175,13 @@ def stores(
         for url in urls:
             clock = Clock(start)
             with Lantern.open(url, clock=clock) as lt:
-                seeded = _seed(lt, clock)
                 if url == more:
-                    seeded = dataclasses.replace(seeded, extra=_extra(lt, clock, seeded))
+                    between: list[str] = []
+                    seeded = _seed(lt, clock, interleaved=between)
+                    extra = [*between, *_extra(lt, clock, seeded)]
+                    seeded = dataclasses.replace(seeded, extra=extra)
+                else:
+                    seeded = _seed(lt, clock)
                 lt.embed(model="hashing")
         yield plain, more, seeded
 
@@ -258,6 +269,10 @@ SEARCHES = ["hunter2pass", "Alice deploys on Fridays", "deploy*", "which note di
 
 
 def test_searches_in_every_mode(stores: tuple[str, str, Seeded]) -> None:
+    _searches_in_every_mode(stores)
+
+
+def _searches_in_every_mode(stores: tuple[str, str, Seeded]) -> Any:
     """Hits, their order and every number in them (scores, ranks, similarities, the count of
     records without a vector) are the same whether or not records outside the scopes hold the
     query's words: relevance statistics are counted within the scopes."""
@@ -291,6 +306,20 @@ def test_searches_in_every_mode(stores: tuple[str, str, Seeded]) -> None:
 
     found = _same(outputs, stores)
     assert found["hunter2pass keyword relevance"][0][0], "the search finds the record inside"
+    return found
+
+
+def test_searches_in_every_mode_without_the_word_index(
+    stores: tuple[str, str, Seeded], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same without the word index (no tantivy, or `LANTERN_INDEXES=off`): a confined
+    caller's keyword scores are then BM25 counted within its scopes (`lantern.memory.fenced`)
+    rather than FTS5's, which counts the whole table."""
+    monkeypatch.setenv("LANTERN_INDEXES", "off")
+    found = _searches_in_every_mode(stores)
+    first = found["Alice deploys on Fridays keyword relevance"][0][0]
+    assert [hit["keyword_rank"] for hit in first] == [1]
+    assert first[0]["score"] > 0
 
 
 def _mcp_outputs(mcp: McpClient, seeded: Seeded) -> Any:
@@ -404,6 +433,9 @@ def test_the_cli_scope_filters(stores: tuple[str, str, Seeded]) -> None:
             result = CliRunner().invoke(cli, args)
             assert result.exit_code == 0, result.output
             found[" ".join(words)] = json.loads(result.stdout)
+        # A filter is no fence: an unconfined caller sees the ids of the whole store's log.
+        for entry in found["memory changes --limit 1000"]:
+            del entry["id"]
         return found
 
     _same(outputs, stores, confined=False)

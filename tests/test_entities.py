@@ -385,7 +385,7 @@ def test_scope_confinement_holds_for_entities(store_url: str) -> None:
         )
     with Lantern.open(store_url, scopes=["team:a"]) as scoped:
         listed = {f"{e.kind}:{e.name}": e.memory_count for e in scoped.entities.list()}
-        assert listed == {"mention:ada": 0, "person:Ada": 1}
+        assert listed == {"mention:ada": 0, "person:ada": 1}  # in lowercase, when confined
         with pytest.raises(NotFound):
             scoped.entity_show("person:Secret")
         assert [r.id for r in scoped.entity_show("person:Ada").memories] == [inside.id]

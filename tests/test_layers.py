@@ -108,8 +108,10 @@ SURFACES: dict[str, set[str]] = {
     # other way round; `lantern ui` likewise starts the web view, which renders the facade's
     # records and never calls the CLI.
     "lantern.cli": {"lantern.mcpserver", "lantern.ui"},
-    "lantern.mcpserver": set(),
-    "lantern.ui": set(),
+    "lantern.mcpserver": {"lantern.serving"},
+    "lantern.ui": {"lantern.serving"},
+    # What the two HTTP servers share (their connections' guard): imported by them only.
+    "lantern.serving": set(),
     # Lantern behind other frameworks' interfaces (LangGraph's store): built on the facade like
     # the other surfaces, and started by none of them.
     "lantern.integrations": set(),

@@ -354,9 +354,9 @@ def test_closed_sessions_leave_nothing_behind(store: str, tmp_path: Path) -> Non
     from starlette.testclient import TestClient
 
     from lantern.mcpserver.http import TokenVerifier, build_app
-    from lantern.mcpserver.limits import Refusals
     from lantern.mcpserver.server import Access, StoreHandle, build_server, open_store
     from lantern.memory.scopes import UNRESTRICTED
+    from lantern.serving.refusals import Refusals
 
     token_file = tmp_path / "tokens.json"
     secret, _ = tokens.add(token_file, "one")

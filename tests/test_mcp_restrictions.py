@@ -260,7 +260,10 @@ def test_writes_inside_work_and_the_cli_sees_them(scoped: McpClient, store: str)
     moved = scoped.ok("lantern_memory_supersede", {"old_id": added["id"], "scope": "solo"})
     assert {**moved, "entities": []} == cli_json(store, "memory", "show", moved["id"])
     history = scoped.ok("lantern_memory_history", {"id": added["id"]})
-    assert history == {"entries": cli_json(store, "memory", "history", added["id"])}
+    whole = cli_json(store, "memory", "history", added["id"])
+    # The same entries; the confined client's are numbered within the record.
+    assert [entry["id"] for entry in history["entries"]] == list(range(1, len(whole) + 1))
+    assert [{**e, "id": 0} for e in history["entries"]] == [{**e, "id": 0} for e in whole]
 
 
 def test_evidence_tools_serve_everything_and_hold_no_memory(

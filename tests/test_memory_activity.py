@@ -86,7 +86,17 @@ def test_stats_and_changes_stay_within_the_scopes(lt: Lantern, clock: Clock) -> 
         assert counted == len(confined.memory.changes())
         # Asking for the scopes gives what the fence gives.
         assert lt.memory.stats(scope=patterns, days=3) == stats
-        assert lt.memory.changes(scope=patterns) == confined.memory.changes()
+        # The same entries; a confined caller's are numbered within their record.
+        filtered, fenced = lt.memory.changes(scope=patterns), confined.memory.changes()
+        assert len(filtered) == len(fenced)
+        for whole, place in zip(filtered, fenced, strict=True):
+            assert (whole.record_id, whole.event, whole.at) == (
+                place.record_id,
+                place.event,
+                place.at,
+            )
+            log = [e.id for e in lt.memory.history(whole.record_id)]
+            assert place.id == log.index(whole.id) + 1
     # The forgotten record's one entry keeps its scope, and is shown only there.
     confined = lt.restricted(scopes=ScopePolicy.of("project:*"), read_only=True)
     assert "forgotten" not in {entry.event for entry in confined.memory.changes()}

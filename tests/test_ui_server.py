@@ -229,8 +229,10 @@ def test_every_page_renders_and_its_twins_are_the_cli_json(
         _check_twins(client, path)
 
 
-def _check_twins(client: TestClient, path: str) -> None:
-    """The page renders, and each command it shows prints its JSON twin."""
+def _check_twins(client: TestClient, path: str, *, confined: bool = False) -> None:
+    """The page renders, and each command it shows prints its JSON twin; in a `confined` view,
+    but for the numbers of history entries and the cursor of changes (a confined caller's
+    count a record's entries; the CLI's `--scope` is a filter, and shows the whole log's)."""
     runner = CliRunner()
     page = client.get(path)
     assert page.status_code == 200, (path, page.text[:500])
@@ -249,10 +251,29 @@ def _check_twins(client: TestClient, path: str) -> None:
         # transaction, which the read-only view skips, aside.
         if words[-2:] != ["check", "--json"]:
             assert ran.exit_code == 0, (line, ran.output)
-            assert _stable(shown.text) == _stable(ran.stdout), line
+            if confined and "changes" in words:
+                assert _numbered(shown.text) == _numbered(ran.stdout), line
+            else:
+                assert _stable(shown.text) == _stable(ran.stdout), line
         else:
             checks = {c["name"]: c["status"] for c in json.loads(shown.text)["checks"]}
             assert set(checks) == {c["name"] for c in json.loads(ran.stdout)["checks"]}
+
+
+def _numbered(text: str) -> Any:
+    """History entries without their numbers, and with their entities' names in lowercase
+    (as a confined caller reads them), and no cursor."""
+    found = json.loads(text)
+    entries = found["entries"] if isinstance(found, dict) else found
+    for entry in entries:
+        del entry["id"]
+        for side in ("before", "after"):
+            part = entry["changes"].get(side) or {}
+            if "entities" in part:
+                part["entities"] = [name.lower() for name in part["entities"]]
+    if isinstance(found, dict):
+        found["next_cursor"] = found["next_cursor"] is not None
+    return found
 
 
 def test_the_record_page_shows_history_chain_and_evidence(
@@ -352,7 +373,7 @@ def test_a_scope_restricted_view_shows_nothing_outside(tmp_path: Path) -> None:
         client = TestClient(app, base_url=BASE, headers={"Authorization": f"Bearer {TOKEN}"})
         # The commands it shows confine themselves as the view is confined.
         for path in ("/", "/memory?status=all", "/memory/search?q=staging+server", "/changes"):
-            _check_twins(client, path)
+            _check_twins(client, path, confined=True)
         listed = client.get("/memory?status=all&format=json").json()["records"]
         assert listed and {r["scope"] for r in listed} == {"user:raphael"}
         stats = client.get("/?format=json&part=stats").json()
@@ -612,3 +633,84 @@ def test_the_real_command_serves_a_confined_view(tmp_path: Path) -> None:
             assert connection.getresponse().read()
         connection.close()
         assert time.monotonic() - started < 50 * 0.03
+
+
+def test_the_connection_limits_default_as_the_command_shows() -> None:
+    from lantern.cli.ui_command import DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT
+    from lantern.serving.connections import ServerLimits
+
+    limits = ServerLimits()
+    assert (limits.max_connections, limits.request_timeout) == (
+        DEFAULT_MAX_CONNECTIONS,
+        DEFAULT_REQUEST_TIMEOUT,
+    )
+
+
+def _half_open(where: tuple[str, int]) -> Any:
+    """A connection that sends half a request and never the rest."""
+    import socket
+
+    sock = socket.create_connection(where, timeout=30)
+    sock.sendall(b"GET /memory HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    return sock
+
+
+def _closed_by_server(sock: Any, deadline: float) -> float | None:
+    """When the server closed `sock` (end of file, a reset), or None if not by `deadline`."""
+    sock.settimeout(max(0.01, deadline - time.monotonic()))
+    try:
+        data = sock.recv(1024)
+    except TimeoutError:
+        return None
+    except ConnectionResetError:
+        return time.monotonic()
+    assert data == b"" or data.startswith(b"HTTP/1.1 "), data
+    return time.monotonic()
+
+
+def test_a_half_sent_request_is_closed_after_the_deadline(tmp_path: Path) -> None:
+    """A slow-loris (headers begun, never ended) holds its connection `--request-timeout`
+    seconds, no longer, while a good client is served meanwhile."""
+    from tests.ui_helpers import serve
+
+    db = tmp_path / "s.db"
+    build_demo_store(db)
+    timeout = 1.0
+    with serve(db, "--request-timeout", str(timeout)) as view:
+        address = urlsplit(view.base)
+        where = (address.hostname or "", address.port or 0)
+        started = time.monotonic()
+        stalled = [_half_open(where) for _ in range(20)]
+        with _client_of(view) as client:
+            assert client.get("/memory").status_code == 200
+        closed = [_closed_by_server(sock, started + timeout + 10) for sock in stalled]
+        for sock in stalled:
+            sock.close()
+    assert None not in closed
+    assert all(moment is not None and moment - started >= timeout - 0.1 for moment in closed)
+
+
+def test_past_the_connection_cap_the_oldest_waiting_connection_is_closed(tmp_path: Path) -> None:
+    from tests.ui_helpers import serve
+
+    db = tmp_path / "s.db"
+    build_demo_store(db)
+    with serve(db, "--max-connections", "5", "--request-timeout", "60") as view:
+        address = urlsplit(view.base)
+        where = (address.hostname or "", address.port or 0)
+        stalled = [_half_open(where) for _ in range(20)]
+        with _client_of(view) as client:
+            assert client.get("/memory").status_code == 200
+        deadline = time.monotonic() + 5
+        closed = [_closed_by_server(sock, deadline) for sock in stalled[:15]]
+        for sock in stalled:
+            sock.close()
+    assert closed.count(None) == 0  # the first ones made room for the later ones
+
+
+def _client_of(view: Any) -> Any:
+    import httpx
+
+    return httpx.Client(
+        base_url=view.base, headers={"Authorization": f"Bearer {view.token}"}, timeout=30
+    )

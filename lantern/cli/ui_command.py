@@ -17,6 +17,10 @@ from lantern.loading import loading
 
 REQUIRED = ("starlette", "jinja2", "uvicorn")
 DEFAULT_PORT = 8470
+DEFAULT_MAX_CONNECTIONS = 1_024
+DEFAULT_REQUEST_TIMEOUT = 5.0
+"""The defaults of `lantern.serving.connections.ServerLimits` (that module loads uvicorn: a
+test keeps the two the same)."""
 
 
 @click.command("ui")
@@ -45,9 +49,32 @@ DEFAULT_PORT = 8470
     "outside are not shown, counted or found, as with `lantern mcp --scope`.",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Also open the view in a browser.")
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1, 1_000_000),
+    default=DEFAULT_MAX_CONNECTIONS,
+    show_default=True,
+    metavar="N",
+    help="Open connections at most; past them the oldest one waiting for a request is closed.",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(0, 3_600, min_open=True),
+    default=DEFAULT_REQUEST_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Close a connection whose request's headers (or the next part of its body) do not "
+    "arrive within this time.",
+)
 @click.pass_context
 def ui(
-    ctx: click.Context, host: str, port: int, scopes: tuple[str, ...], open_browser: bool
+    ctx: click.Context,
+    host: str,
+    port: int,
+    scopes: tuple[str, ...],
+    open_browser: bool,
+    max_connections: int,
+    request_timeout: float,
 ) -> None:
     """Serve a read-only view of the store: records, history, evidence and search.
 
@@ -76,6 +103,8 @@ def ui(
             patterns=scopes,
             db_words=db_words,
             open_browser=open_browser,
+            max_connections=max_connections,
+            request_timeout=request_timeout,
         )
     )
 

@@ -16,7 +16,7 @@ is what attaching makes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, bindparam, delete, exists, or_, select, tuple_
 
@@ -24,8 +24,20 @@ from lantern.entities.names import EntityName
 from lantern.entities.records import EntityRef
 from lantern.errors import NotFound
 from lantern.store.dialect import insert_ignoring_conflicts
-from lantern.store.models import chunk_entities, entities, entity_scans, memory_entities
+from lantern.store.models import (
+    chunk_entities,
+    entities,
+    entity_scans,
+    memory_entities,
+    memory_records,
+)
 from lantern.store.prepared import Prepared
+
+if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement
+
+Fence = Sequence["ColumnElement[bool]"]
+"""The conditions on `memory_records` of a confined caller's scopes."""
 
 _BATCH = 500
 _INSERTS: dict[tuple[str, str], Prepared] = {}
@@ -230,11 +242,48 @@ def lookup(conn: Connection, keys: Sequence[EntityName | str]) -> dict[EntityNam
     return found
 
 
-def resolve(conn: Connection, keys: Sequence[EntityName | str]) -> list[EntityName]:
+def visible(conn: Connection, entity_ids: Iterable[str], fence: Fence) -> set[str]:
+    """The entities among `entity_ids` a caller confined by `fence` may know of: those a chunk
+    mentions (evidence has no scope) or a record within the fence has."""
+    wanted = sorted(set(entity_ids))
+    found: set[str] = set()
+    for start in range(0, len(wanted), _BATCH):
+        batch = wanted[start : start + _BATCH]
+        found.update(
+            conn.execute(
+                select(chunk_entities.c.entity_id).where(chunk_entities.c.entity_id.in_(batch))
+            ).scalars()
+        )
+        found.update(
+            conn.execute(
+                select(memory_entities.c.entity_id)
+                .join(memory_records, memory_records.c.id == memory_entities.c.record_id)
+                .where(memory_entities.c.entity_id.in_(batch), *fence)
+            ).scalars()
+        )
+    return found
+
+
+def lookup_visible(
+    conn: Connection, keys: Sequence[EntityName | str], fence: Fence | None
+) -> dict[EntityName | str, EntityRef]:
+    """`lookup`, and with a confined caller's `fence`, only the entities it may know of: one
+    that only records outside hold reads as one that does not exist."""
+    found = lookup(conn, keys)
+    if fence is None or not found:
+        return found
+    seen = visible(conn, (ref.id for ref in found.values()), fence)
+    return {key: ref for key, ref in found.items() if ref.id in seen}
+
+
+def resolve(
+    conn: Connection, keys: Sequence[EntityName | str], fence: Fence | None = None
+) -> list[EntityName]:
     """Entities to link: names as given, ids as the stored entities they name (`NotFound`
-    for an id that names none), repeats dropped."""
+    for an id that names none, or none a caller confined by `fence` may know of), repeats
+    dropped."""
     ids = [key for key in keys if isinstance(key, str)]
-    found = lookup(conn, ids) if ids else {}
+    found = lookup_visible(conn, ids, fence) if ids else {}
     resolved: list[EntityName] = []
     for key in keys:
         if isinstance(key, str):

@@ -112,6 +112,17 @@ def parse(value: object) -> EntityName:
     return make(found, name)
 
 
+def folded(name: str) -> str:
+    """A name as the entity's id reads it (lowercase, `lantern.store.ids.entity_id`): how a
+    confined caller is shown every entity name.
+
+    An entity is shared by every scope, and it keeps the spelling it was first stored with,
+    which may be another scope's (`ACME` written outside, `Acme` inside): the form all its
+    spellings share says nothing of who wrote first.
+    """
+    return name.lower()
+
+
 def key(value: object) -> EntityKey:
     """`KIND:NAME`, or an entity id (`ent_` and 16 hex digits), for look-ups."""
     if isinstance(value, str) and ID_PATTERN.fullmatch(value.strip()):

@@ -1,11 +1,15 @@
 """The entity repository's reads: entities listed and shown with their counts, the chunks
 that mention one, and how many stored chunks the extractor has still to read.
 
-What is counted and shown of memory records stays within the caller's scopes (`core`).
+What is counted and shown of memory records stays within the caller's scopes (`core`), and a
+confined caller reads every name folded to lowercase and ordered so
+(`lantern.entities.names.folded`): the stored spelling is the first writer's, who may have
+written outside its scopes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,14 +66,15 @@ class EntityReads(EntityCore):
         stmt = self._summaries()
         if kinds:
             stmt = stmt.where(entities.c.kind.in_(kinds))
+        name = func.lower(entities.c.name) if self._scopes.restricted else entities.c.name
         if order == "count":
             total = stmt.selected_columns.chunk_count + stmt.selected_columns.memory_count
-            stmt = stmt.order_by(total.desc(), entities.c.kind, entities.c.name, entities.c.id)
+            stmt = stmt.order_by(total.desc(), entities.c.kind, name, entities.c.id)
         else:
-            stmt = stmt.order_by(entities.c.kind, entities.c.name, entities.c.id)
+            stmt = stmt.order_by(entities.c.kind, name, entities.c.id)
         stmt = stmt.limit(checked_limit).offset(checked_offset)
         with self._store.read() as conn:
-            return [EntitySummary(*row) for row in conn.execute(stmt)]
+            return [self._summary(row) for row in conn.execute(stmt)]
 
     def get(self, entity: str) -> EntitySummary:
         """One entity (`KIND:NAME` or its id) with its counts; `NotFound` if there is none, or
@@ -187,7 +192,13 @@ class EntityReads(EntityCore):
         row = conn.execute(self._summaries().where(condition).limit(1)).first()
         if row is None:
             raise links.missing(key)
-        return EntitySummary(*row)
+        return self._summary(row)
+
+    def _summary(self, row: Any) -> EntitySummary:
+        found = EntitySummary(*row)
+        if self._scopes.restricted:
+            return dataclasses.replace(found, name=entity_names.folded(found.name))
+        return found
 
     def pending(self) -> int:
         """How many stored chunks this version of the extractor has not read."""

@@ -6,7 +6,8 @@ Nothing else in Lantern imports this package, so the rest of the CLI never pays 
 (about 0.7 s to import) or `jsonschema`.
 
 Imports: the facade (`lantern.api`, `lantern`) and the public names below it (records,
-errors, vocabularies: `PUBLIC` in tests/test_layers.py).
+errors, vocabularies: `PUBLIC` in tests/test_layers.py), and `lantern.serving` (the guard on
+the HTTP server's connections, shared with the web view).
 
 The package is not named `mcp`, so that it can never shadow the SDK it is built on.
 """

@@ -30,8 +30,6 @@ HTTP adds is who may call, from where, and how much:
 from __future__ import annotations
 
 import logging
-import math
-import resource
 import signal
 import socket
 import sys
@@ -65,13 +63,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lantern.errors import StoreIOError
 from lantern.mcpserver import tokens
-from lantern.mcpserver.connections import guarded_protocol
 from lantern.mcpserver.evidence_tools import MAX_TEXT_BYTES
 from lantern.mcpserver.limits import (
     DEFAULT_LIMITS,
     CountingRefusals,
     Limits,
-    Refusals,
     SilencedLogs,
     TokenLimits,
 )
@@ -84,6 +80,8 @@ from lantern.mcpserver.server import (
 )
 from lantern.mcpserver.wire import use_lenient_json
 from lantern.memory.scopes import UNRESTRICTED, ScopePolicy
+from lantern.serving.connections import uvicorn_options
+from lantern.serving.refusals import Refusals, raise_file_limit
 from lantern.validation import http_host, http_origin
 
 PATH = "/mcp"
@@ -220,7 +218,7 @@ def serve_http(
     """Serve on HOST:PORT until SIGINT or SIGTERM; the exit code."""
     configure_logging()
     use_lenient_json()
-    _raise_file_limit(limits.max_connections)
+    raise_file_limit(limits.max_connections)
     handle = StoreHandle(
         open_store(db, scopes=UNRESTRICTED, read_only=read_only), Access(read_only=read_only)
     )
@@ -254,13 +252,12 @@ async def _serve(
 ) -> None:
     config = uvicorn.Config(
         app,
-        http=guarded_protocol(limits, refusals),
+        **uvicorn_options(limits, refusals),
         ws="none",
         log_level="warning",
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=GRACE_SECONDS,
-        timeout_keep_alive=max(1, math.ceil(limits.request_timeout)),
         backlog=BACKLOG,
         server_header=False,
     )
@@ -302,19 +299,6 @@ def _listen(host: str, port: int) -> socket.socket:
         listening.close()
         raise StoreIOError(f"cannot listen on {_bracketed(host)}:{port}: {exc.strerror}") from exc
     return listening
-
-
-def _raise_file_limit(connections: int) -> None:
-    """Let the process hold a file descriptor per connection allowed, and some for the store,
-    when its hard limit allows (the soft limit is often 1,024)."""
-    wanted = connections + 256
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
-        except (ValueError, OSError):
-            log.warning("cannot raise the open file limit to %d", raised)
 
 
 def _bracketed(host: str) -> str:

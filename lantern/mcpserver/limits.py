@@ -20,7 +20,8 @@ second longer than the manager lets one be, so a token is never refused for a se
 gone, and never holds more than its allowance.
 
 Refusals of every kind (a foreign Host, no token, a limit, a slow request closed) are counted
-by `Refusals`, which logs one line per interval with the counts, never one line each: a
+by `Refusals` (`lantern.serving.refusals`, shared with the web view), which logs one line per
+interval with the counts, never one line each: a
 flood of bad requests cannot fill the log.
 """
 
@@ -35,11 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-log = logging.getLogger("lantern.mcp")
+from lantern.serving.refusals import Refusals
 
 SESSION_HEADER = b"mcp-session-id"
 TOO_MANY = -32000
@@ -69,41 +69,6 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
-
-
-class Refusals:
-    """Refused requests and closed connections, counted by reason and logged as one line per
-    interval (`flush`, called by `run` every `interval` seconds)."""
-
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self._counts: Counter[str] = Counter()
-        self.total = 0
-
-    def count(self, reason: str) -> None:
-        self._counts[reason] += 1
-        self.total += 1
-
-    def flush(self) -> None:
-        if not self._counts:
-            return
-        total = sum(self._counts.values())
-        reasons = ", ".join(f"{n:,} {reason}" for reason, n in self._counts.most_common())
-        log.warning(
-            "refused %s in the last %g s: %s",
-            f"{total:,} request{'s' if total != 1 else ''}",
-            self.interval,
-            reasons,
-        )
-        self._counts.clear()
-
-    async def run(self) -> None:
-        try:
-            while True:
-                await anyio.sleep(self.interval)
-                self.flush()
-        finally:
-            self.flush()
 
 
 REFUSED_STATUSES = {

@@ -5,6 +5,11 @@ their expiry time, and how many changes each recent day saw. `changes` answers "
 lately": the history entries of every record, newest first, paged by the entry id (`id` orders
 the whole log: it never repeats, and each write appends after the last).
 
+A confined caller is never given an entry's id, whose gaps would count the changes made outside
+its scopes (`lantern.memory.outside`): its cursor (`h1_`) names the last entry by its record and
+its place in that record's history, and the cursor of an unconfined caller (the entry id) is
+refused from it, since paging from any id would place its entries among the others.
+
 Both read within the scope policy like every other read. A history entry belongs to the record
 it describes, so it is shown where that record is; a record that was forgotten is gone, and
 its one remaining `forgotten` entry (which keeps its scope) is shown where that scope is.
@@ -12,6 +17,9 @@ its one remaining `forgotten` entry (which keeps its scope) is shown where that 
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,7 +38,8 @@ from lantern import validation
 from lantern.errors import InvalidInput
 from lantern.memory.core import MemoryCore
 from lantern.memory.filters import scope_clause
-from lantern.memory.history import forgotten_in
+from lantern.memory.history import entry_at, forgotten_in, ordinals
+from lantern.memory.outside import outside
 from lantern.memory.records import DayCount, HistoryEntry, MemoryStats, Page
 from lantern.memory.scopes import ScopePolicy
 from lantern.store.models import memory_history as history_table
@@ -41,6 +50,7 @@ DAY = 86_400
 MAX_DAYS = 366
 MAX_TOP = 1_000
 
+_PLACE_PREFIX = "h1_"
 _DAY_SECONDS = literal_column(str(DAY), Integer)
 """A literal, not a bound value: the day expression must read the same in SELECT and GROUP BY."""
 
@@ -168,7 +178,6 @@ class MemoryActivity(MemoryCore):
         since_at = validation.optional_timestamp("since", since)
         before_at = validation.optional_timestamp("before", before)
         limit = validation.limit(limit)
-        last = _cursor(after)
         h = history_table
         conditions: list[ColumnElement[bool]] = []
         if events:
@@ -188,6 +197,7 @@ class MemoryActivity(MemoryCore):
         # page is full, so that a page and its cursor are the same whatever lies outside.
         entries: list[HistoryEntry] = []
         with self._store.read() as conn:
+            last = self._cursor(conn, after)
             while True:
                 page_stmt = stmt if last is None else stmt.where(h.c.id < last)
                 rows = conn.execute(page_stmt).all()
@@ -201,9 +211,34 @@ class MemoryActivity(MemoryCore):
                 if len(entries) > limit or len(rows) <= limit:
                     break
                 last = rows[-1].id
-        more = len(entries) > limit
-        entries = entries[:limit]
-        return Page(entries, str(entries[-1].id) if more and entries else None)
+            more = len(entries) > limit
+            entries = entries[:limit]
+            next_cursor = self._next_cursor(conn, entries[-1]) if more and entries else None
+        return Page(entries, next_cursor)
+
+    def _next_cursor(self, conn: Connection, last: HistoryEntry) -> str:
+        if not self._scopes.restricted:
+            return str(last.id)
+        place = ordinals(conn, {last.id: last.record_id}).get(last.id, 0)
+        body = json.dumps([last.record_id, place], separators=(",", ":")).encode()
+        return _PLACE_PREFIX + base64.urlsafe_b64encode(body).decode("ascii").rstrip("=")
+
+    def _cursor(self, conn: Connection, value: str | int | None) -> int | None:
+        """The id of the last entry a page looked at, from its cursor (a confined caller's
+        names the entry by record and place, and must name one of its scopes)."""
+        if value is None:
+            return None
+        if isinstance(value, str) and value.startswith(_PLACE_PREFIX):
+            record_id, place = _place(value)
+            found = entry_at(conn, record_id, place)
+            if found is None or (
+                self._scopes.restricted and outside(conn, self._scopes, [record_id])
+            ):
+                raise _not_a_cursor(value)
+            return found
+        if self._scopes.restricted:
+            raise _not_a_cursor(value)
+        return _cursor(value)
 
 
 def _forgotten_within(entry: HistoryEntry, *policies: ScopePolicy) -> bool:
@@ -230,12 +265,34 @@ def _values(value: str | Iterable[str] | None) -> list[str]:
     return list(value)
 
 
-def _cursor(value: str | int | None) -> int | None:
+def _cursor(value: str | int) -> int:
     """A changes page's cursor: the id of the last entry it looked at."""
-    if value is None:
-        return None
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     if isinstance(value, str) and value.isdecimal() and value.isascii() and len(value) <= 19:
         return int(value)
-    raise InvalidInput(f"not a cursor of memory changes (a next_cursor they gave): {value!r}")
+    raise _not_a_cursor(value)
+
+
+def _place(value: str) -> tuple[str, int]:
+    """A confined caller's cursor: the record of the last entry and its place there."""
+    body = value[len(_PLACE_PREFIX) :]
+    try:
+        found = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    except (binascii.Error, ValueError, RecursionError) as exc:
+        raise _not_a_cursor(value) from exc
+    if (
+        isinstance(found, list)
+        and len(found) == 2
+        and isinstance(found[0], str)
+        and len(found[0]) <= 1_024
+        and isinstance(found[1], int)
+        and not isinstance(found[1], bool)
+        and 0 < found[1] < 2**31
+    ):
+        return found[0], found[1]
+    raise _not_a_cursor(value)
+
+
+def _not_a_cursor(value: object) -> InvalidInput:
+    return InvalidInput(f"not a cursor of memory changes (a next_cursor they gave): {value!r}")

@@ -37,6 +37,11 @@ class MemoryCore:
     def _policy(self) -> list[ColumnElement[bool]]:
         return self._scopes.clauses(self._store.dialect)
 
+    def _fence(self) -> list[ColumnElement[bool]] | None:
+        """The scope conditions of a confined caller, for what must read as absent outside
+        them (an entity only records outside have); None when unconfined."""
+        return self._policy() if self._scopes.restricted else None
+
     def _prepared(self, shape: tuple[object, ...], build: Callable[[], Executable]) -> Prepared:
         """The compiled statement for this shape of query, built on first use.
 

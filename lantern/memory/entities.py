@@ -59,12 +59,17 @@ def attach(
 
 
 def detach(
-    conn: Connection, record: MemoryRecord, keys: Sequence[entity_names.EntityKey], at: int
+    conn: Connection,
+    record: MemoryRecord,
+    keys: Sequence[entity_names.EntityKey],
+    at: int,
+    fence: links.Fence | None = None,
 ) -> tuple[MemoryRecord, list[LinkChange]]:
     """Unlink entities (by `KIND:NAME` or id) from a stored record; removing one it does not
-    have changes nothing. An entity that does not exist at all is `NotFound`."""
+    have changes nothing. An entity that does not exist at all, or none a caller confined by
+    `fence` may know of, is `NotFound`."""
     before = links.of_record(conn, record.id)
-    found = links.lookup(conn, keys)
+    found = links.lookup_visible(conn, keys, fence)
     linked = {ref.id for ref in before}
     changes: list[LinkChange] = []
     for key in keys:
@@ -117,7 +122,7 @@ class MemoryEntities(MemoryCore):
         wanted = self._names(entities)
         with self._write() as conn:
             record = require(conn, record_id, self._scopes, for_update=True)
-            resolved = links.resolve(conn, wanted)
+            resolved = links.resolve(conn, wanted, self._fence())
             return attach(conn, record, resolved, self._store.clock())[1]
 
     def detach_entities(self, record_id: str, entities: str | Sequence[str]) -> list[LinkChange]:
@@ -136,7 +141,7 @@ class MemoryEntities(MemoryCore):
             raise _none_given()
         with self._write() as conn:
             record = require(conn, record_id, self._scopes, for_update=True)
-            return detach(conn, record, keys, self._store.clock())[1]
+            return detach(conn, record, keys, self._store.clock(), self._fence())[1]
 
     def _names(self, entities: str | Sequence[str]) -> list[entity_names.EntityKey]:
         keys = entity_names.keys(entities)

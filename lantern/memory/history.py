@@ -114,16 +114,61 @@ def append(conn: Connection, rows: Iterable[Row]) -> None:
     _APPEND.execute_many(conn, list(rows))
 
 
-def read(conn: Connection, record_id: str) -> list[HistoryEntry]:
+def read(conn: Connection, record_id: str, *, event: str | None = None) -> list[HistoryEntry]:
+    """A record's entries, oldest first; only those of `event` when given."""
     stmt = (
         select(memory_history)
         .where(memory_history.c.record_id == record_id)
         .order_by(memory_history.c.id)
     )
+    if event is not None:
+        stmt = stmt.where(memory_history.c.event == event)
     return [
         HistoryEntry.from_stored(row.id, row.record_id, row.event, row.at, row.changes)
         for row in conn.execute(stmt)
     ]
+
+
+_BATCH = 500
+
+
+def ordinals(conn: Connection, entry_ids: Mapping[int, str]) -> dict[int, int]:
+    """Each entry's place (from 1) among its record's stored entries, by entry id; `entry_ids`
+    maps entry ids to their records.
+
+    What a confined caller is shown as an entry's `id`: the ids number the whole log, so their
+    gaps would count the changes made outside its scopes; a record's own entries are all within
+    the scopes where the record is (a record never changes scope in place).
+    """
+    wanted = sorted(set(entry_ids.values()))
+    last = max(entry_ids, default=0)
+    places: dict[int, int] = {}
+    for start in range(0, len(wanted), _BATCH):
+        counted: dict[str, int] = {}
+        rows = conn.execute(
+            select(memory_history.c.record_id, memory_history.c.id)
+            .where(
+                memory_history.c.record_id.in_(wanted[start : start + _BATCH]),
+                memory_history.c.id <= last,
+            )
+            .order_by(memory_history.c.id)
+        )
+        for record_id, entry_id in rows:
+            counted[record_id] = counted.get(record_id, 0) + 1
+            if entry_id in entry_ids:
+                places[entry_id] = counted[record_id]
+    return places
+
+
+def entry_at(conn: Connection, record_id: str, ordinal: int) -> int | None:
+    """The id of a record's `ordinal`-th stored entry (from 1); None when it has fewer."""
+    return conn.execute(
+        select(memory_history.c.id)
+        .where(memory_history.c.record_id == record_id)
+        .order_by(memory_history.c.id)
+        .limit(1)
+        .offset(ordinal - 1)
+    ).scalar()
 
 
 def forget(conn: Connection, record: MemoryRecord, at: int) -> None:

@@ -176,7 +176,7 @@ class MemoryLifecycle(MemoryCore):
             identity.release(conn, identity.of(record))
             history.forget(conn, record, at)
             fts.merge_all(conn)
-        topk.rebuild_after_forget(self)
+        topk.rebuild_after_forget(self, record_id)
         from lantern.semantic import index as vector_index
 
         vector_index.after_forget(self._store)

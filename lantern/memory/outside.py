@@ -15,6 +15,16 @@ An id counts as outside when it names a stored record of a scope the policy does
 a forgotten record whose `forgotten` entry keeps such a scope. An id that names nothing at all
 (neither) is shown as it is: it says nothing of any scope.
 
+The ids of history entries number the whole log of every scope, so the gaps between a
+record's entries would count the changes made outside. A confined caller reads instead each
+entry's place among its record's entries (1, 2, 3...; `lantern.memory.history.ordinals`),
+and the changes feed gives it a cursor made of the record and that place
+(`lantern.memory.activity`).
+
+Entity names are folded to lowercase in what a confined caller reads (`EntityRef`s, the
+`entities` of history entries): an entity keeps the spelling it was first stored with, which
+may be another scope's (`lantern.entities.names.folded`).
+
 `hiding` applies this to every public method of the memory repository, below the CLI, the MCP
 tools, the web view and the Python API, so that no caller (and no method added later) can
 forget it. An unrestricted repository returns its results untouched, at no cost.
@@ -30,7 +40,9 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, select
 
-from lantern.memory.history import forgotten_scope
+from lantern.entities.names import folded
+from lantern.entities.records import EntityRef, LinkChange
+from lantern.memory.history import forgotten_scope, ordinals
 from lantern.memory.records import (
     OUTSIDE_SCOPES,
     HistoryEntry,
@@ -76,18 +88,22 @@ def _hiding(func: Callable[..., Any]) -> Callable[..., Any]:
 
 def hide(store: Any, scopes: ScopePolicy, result: Any) -> Any:
     """`result` with every id of a record outside `scopes` replaced by `OUTSIDE_SCOPES`: in
-    records, matches, chains and history entries, alone or in lists, tuples and pages."""
+    records, matches, chains and history entries, alone or in lists, tuples and pages; and
+    every history entry numbered by its place in its record's history."""
     named: set[str] = set()
     shown: set[str] = set()
-    _collect(result, named, shown)
+    entries: dict[int, str] = {}
+    _collect(result, named, shown, entries)
     candidates = named - shown - {OUTSIDE_SCOPES}
-    if not candidates:
+    if not candidates and not entries and not _names_entities(result):
         return result
-    with store.read() as conn:
-        hidden = outside(conn, scopes, candidates)
-    if not hidden:
-        return result
-    return _rebuild(result, hidden)
+    hidden: set[str] = set()
+    places: dict[int, int] = {}
+    if candidates or entries:
+        with store.read() as conn:
+            hidden = outside(conn, scopes, candidates) if candidates else set()
+            places = ordinals(conn, entries) if entries else {}
+    return _rebuild(result, hidden, places)
 
 
 def outside(conn: Connection, scopes: ScopePolicy, ids: Iterable[str]) -> set[str]:
@@ -117,23 +133,32 @@ def outside(conn: Connection, scopes: ScopePolicy, ids: Iterable[str]) -> set[st
     return hidden
 
 
-def _collect(value: Any, named: set[str], shown: set[str]) -> None:
-    """The ids `value` names (`named`), and those of the records it shows (`shown`, visible by
-    definition: the repository read them within the scopes)."""
+def _collect(value: Any, named: set[str], shown: set[str], entries: dict[int, str]) -> None:
+    """The ids `value` names (`named`), those of the records it shows (`shown`, visible by
+    definition: the repository read them within the scopes), and its history entries'
+    (`entries`, their records by entry id)."""
     if isinstance(value, MemoryRecord):
         shown.add(value.id)
         if value.supersedes_id is not None:
             named.add(value.supersedes_id)
     elif isinstance(value, MemoryMatch):
-        _collect(value.record, named, shown)
+        _collect(value.record, named, shown, entries)
     elif isinstance(value, MemoryChain):
-        _collect(value.record, named, shown)
+        _collect(value.record, named, shown, entries)
         named.update(value.replaces, value.replaced_by)
     elif isinstance(value, HistoryEntry):
         _links(value.changes, named)
+        entries[value.id] = value.record_id
     elif isinstance(value, list | tuple):
         for item in value:
-            _collect(item, named, shown)
+            _collect(item, named, shown, entries)
+
+
+def _names_entities(value: Any) -> bool:
+    """Whether `value` holds entity references, whose names a confined caller reads folded."""
+    if isinstance(value, EntityRef | LinkChange):
+        return True
+    return isinstance(value, list | tuple) and any(_names_entities(item) for item in value)
 
 
 def _links(changes: Mapping[str, Any], named: set[str]) -> None:
@@ -142,31 +167,39 @@ def _links(changes: Mapping[str, Any], named: set[str]) -> None:
             named.update(v for k, v in part.items() if k in _LINKS and isinstance(v, str))
 
 
-def _rebuild(value: Any, hidden: set[str]) -> Any:
+def _rebuild(value: Any, hidden: set[str], places: dict[int, int]) -> Any:
     if isinstance(value, MemoryRecord):
         if value.supersedes_id in hidden:
             return dataclasses.replace(value, supersedes_id=OUTSIDE_SCOPES)
         return value
     if isinstance(value, MemoryMatch):
-        record = _rebuild(value.record, hidden)
+        record = _rebuild(value.record, hidden, places)
         return value if record is value.record else dataclasses.replace(value, record=record)
     if isinstance(value, MemoryChain):
         return MemoryChain(
-            record=_rebuild(value.record, hidden),
+            record=_rebuild(value.record, hidden, places),
             replaces=_ids(value.replaces, hidden),
             replaced_by=_ids(value.replaced_by, hidden),
         )
     if isinstance(value, HistoryEntry):
         changes = _hidden_links(value.changes, hidden)
+        # 0: an entry a concurrent `forget` removed meanwhile, whose place is gone.
+        place = places.get(value.id, 0)
         if changes is None:
-            return value
-        return HistoryEntry.from_stored(value.id, value.record_id, value.event, value.at, changes)
+            return dataclasses.replace(value, id=place)
+        return HistoryEntry.from_stored(place, value.record_id, value.event, value.at, changes)
+    if isinstance(value, EntityRef):
+        return dataclasses.replace(value, name=folded(value.name))
+    if isinstance(value, LinkChange):
+        return dataclasses.replace(value, entity=_rebuild(value.entity, hidden, places))
     if isinstance(value, Page):
-        return Page([_rebuild(item, hidden) for item in value], value.next_cursor, value.summary)
+        return Page(
+            [_rebuild(item, hidden, places) for item in value], value.next_cursor, value.summary
+        )
     if isinstance(value, list):
-        return [_rebuild(item, hidden) for item in value]
+        return [_rebuild(item, hidden, places) for item in value]
     if isinstance(value, tuple):
-        return tuple(_rebuild(item, hidden) for item in value)
+        return tuple(_rebuild(item, hidden, places) for item in value)
     return value
 
 
@@ -181,19 +214,39 @@ def _hidden_links(changes: Mapping[str, Any], hidden: set[str]) -> dict[str, Any
         if not isinstance(part, Mapping):
             return part
         return {
-            key: OUTSIDE_SCOPES if key in _LINKS and value in hidden else _plain(value)
+            key: OUTSIDE_SCOPES
+            if key in _LINKS and value in hidden
+            else _folded_texts(value)
+            if key == "entities"
+            else _plain(value)
             for key, value in part.items()
         }
 
     named: set[str] = set()
     _links(changes, named)
-    if not named & hidden:
+    if not named & hidden and not any(
+        isinstance(part, Mapping) and "entities" in part
+        for part in (changes.get("before"), changes.get("after"))
+    ):
         return None
     copied: dict[str, Any] = replaced(changes)
     for side in ("before", "after"):
         if side in copied:
             copied[side] = replaced(changes[side])
     return copied
+
+
+def _folded_texts(value: Any) -> Any:
+    """A history entry's `entities` (`KIND:NAME` texts) with their names folded as a confined
+    caller reads every entity name (`lantern.entities.names.folded`): an attach writes the
+    stored spellings, which may be another scope's."""
+    if not isinstance(value, list | tuple):
+        return _plain(value)
+    return [
+        f"{kind}:{folded(name)}" if isinstance(text, str) and sep else _plain(text)
+        for text in value
+        for kind, sep, name in [text.partition(":") if isinstance(text, str) else ("", "", "")]
+    ]
 
 
 def _plain(value: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, select, union_all
 
@@ -52,6 +52,9 @@ from lantern.retrieval.modes import (
 )
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.models import memory_records as table
+
+if TYPE_CHECKING:
+    from lantern.memory.fenced import FencedRanking
 
 _MAX_REFS = 10_000
 """At most this many references are looked up at once (`by_refs`)."""
@@ -110,10 +113,14 @@ class MemoryReads(MemoryCore):
             NotFound: No such record within the scopes, and no history of one.
         """
         with self._store.read() as conn:
-            entries = history.read(conn, record_id)
             if self._scopes.restricted and fetch(conn, record_id, self._scopes) is None:
-                # No visible record: only what a forget left of one in the scopes remains.
-                entries = [e for e in entries if history.forgotten_in(e, self._scopes)]
+                # No visible record: only what a forget left of one in the scopes remains. Only
+                # `forgotten` entries are read, so that a record outside with a long history
+                # takes no longer to refuse than an id that names nothing.
+                forgotten = history.read(conn, record_id, event="forgotten")
+                entries = [e for e in forgotten if history.forgotten_in(e, self._scopes)]
+            else:
+                entries = history.read(conn, record_id)
             if not entries:
                 require(conn, record_id, self._scopes)
             return entries
@@ -493,8 +500,9 @@ class MemoryReads(MemoryCore):
         fingerprint: str,
     ) -> Page:
         confined = self._scopes.restricted
-        if (order == "relevance" or confined) and (ready := topk.ready_index(self)) is not None:
-            ranking = topk.Ranking(self, ready, parsed, filters, conditions)
+        if (order == "relevance" or confined) and (
+            ranking := topk.ranking(self, parsed, filters, conditions)
+        ) is not None:
             if order == "relevance":
                 return self._ranked_page(ranking, mode, limit, offset, position, fingerprint)
             # A confined caller's places in the ranking are counted in its scopes' index.
@@ -552,7 +560,7 @@ class MemoryReads(MemoryCore):
 
     def _ranked_page(
         self,
-        ranking: topk.Ranking,
+        ranking: topk.Ranking | FencedRanking,
         mode: SearchMode,
         limit: int,
         offset: int,

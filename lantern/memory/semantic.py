@@ -174,12 +174,13 @@ class SemanticSearch:
         nearest = list(islice(self._nearest(DEPTH), DEPTH)) if request.plan.has_vectors else []
         fused = {item.key: item for item in self._fuse(self._keyword(DEPTH), nearest)}
         keyword: dict[str, tuple[MemoryRecord, int]] = {}
-        ready = topk.ready_index(self._core) if self._core._scopes.restricted else None
-        if ready is not None:
-            # A confined caller's places in the ranking are counted in its scopes' index.
-            ranking = topk.Ranking(
-                self._core, ready, self._any_query(), request.filters, request.conditions
-            )
+        ranking = (
+            topk.ranking(self._core, self._any_query(), request.filters, request.conditions)
+            if self._core._scopes.restricted
+            else None
+        )
+        if ranking is not None:
+            # A confined caller's places in the ranking are counted within its scopes.
             for record, _score, rank in ranking.ranked_all():
                 keyword[record.id] = (record, rank)
         else:
@@ -247,11 +248,9 @@ class SemanticSearch:
     def _keyword(self, depth: int) -> list[tuple[MemoryRecord, float]]:
         """The first `depth` records of the `any` ranking, with their scores."""
         request = self._request
-        if (ready := topk.ready_index(self._core)) is not None:
-            self._word_index = True
-            ranking = topk.Ranking(
-                self._core, ready, self._any_query(), request.filters, request.conditions
-            )
+        ranking = topk.ranking(self._core, self._any_query(), request.filters, request.conditions)
+        if ranking is not None:
+            self._word_index = True  # BM25, whichever ranking made it
             return list(islice(ranking.records(depth), depth))
         dialect = self._dialect
         conditions = request.conditions

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from lantern.indexes.words import Fence, WordIndex
     from lantern.store.engine import Store
+    from lantern.memory.fenced import FencedRanking
 
 _FIRST_ROUND = 16
 _WHOLE_ROWS = 256
@@ -96,6 +97,22 @@ def ready_index(
     if searcher is None:
         return None
     return index, searcher
+
+
+def ranking(
+    core: MemoryCore, parsed: ParsedQuery, filters: MemoryFilter, conditions: Conditions
+) -> Ranking | FencedRanking | None:
+    """A search's ranking made outside the database's own scores: the word index's, or, for a
+    confined caller on SQLite without one, BM25 counted within its scopes
+    (`lantern.memory.fenced`); None, the database ranks."""
+    ready = ready_index(core)
+    if ready is not None:
+        return Ranking(core, ready, parsed, filters, conditions)
+    if core._scopes.restricted and core._store.dialect == "sqlite":
+        from lantern.memory.fenced import FencedRanking
+
+        return FencedRanking(core, parsed, conditions)
+    return None
 
 
 def _fence(core: MemoryCore) -> Fence:
@@ -334,12 +351,14 @@ class _CatchUp(threading.Thread):
             self.join()
 
 
-def rebuild_after_forget(core: MemoryCore) -> None:
-    """Build the store's word indexes again, so that a forgotten record's words leave the disk
-    now rather than at the next search (tantivy keeps a deleted document's words in its
-    segments until they merge): those this process has open are rebuilt, the fenced ones it
-    has not are removed (their confined callers build them again on their next search). If
-    this fails or is killed, the next search finds an index behind a forget and rebuilds it."""
+def rebuild_after_forget(core: MemoryCore, record_id: str) -> None:
+    """Build the store's word indexes that held a forgotten record again, so that its words
+    leave the disk now rather than at the next search (tantivy keeps a deleted document's
+    words in its segments until they merge): those this process has open are rebuilt, the
+    fenced ones it has not are removed (their confined callers build them again on their next
+    search). A fenced index that never held the record is left as it is: a forget outside a
+    confined caller's scopes must not make its next search slower. If this fails or is killed,
+    the next search finds an index behind a forget and rebuilds it."""
     store = core._store
     directory = place.directory(store.location)
     if directory is None:
@@ -350,9 +369,15 @@ def rebuild_after_forget(core: MemoryCore) -> None:
         opened = [index for (where, _), index in _open.items() if where == str(directory)]
     try:
         for name in words.fenced_names(directory):
-            if all(index.fence.name != name for index in opened):
+            if all(index.fence.name != name for index in opened) and words.holds_record(
+                directory, name, record_id
+            ):
                 place.remove(directory, name)
         for index in opened:
+            if index.fence.patterns and not words.holds_record(
+                directory, index.fence.name, record_id
+            ):
+                continue
             _remember(words.build(store, directory, index.fence))
         if not opened and place.current(directory, words.NAME) is not None:
             _remember(words.build(store, directory))

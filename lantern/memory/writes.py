@@ -207,7 +207,7 @@ class MemoryWrites(MemoryCore):
         def write(
             conn: Connection, pending: recordvectors.PendingVectors | None
         ) -> tuple[MemoryRecord, bool]:
-            named = entity_links.resolve(conn, wanted)
+            named = entity_links.resolve(conn, wanted, self._fence())
             old = None
             if supersedes_id is not None:
                 old = require(conn, supersedes_id, self._scopes, for_update=True)
@@ -307,7 +307,9 @@ class MemoryWrites(MemoryCore):
         named: dict[str, list[entity_names.EntityName]] = {}
         for record, keys in zip(built, wanted, strict=True):
             entities = named.setdefault(record.id, [])
-            entities += [e for e in entity_links.resolve(conn, keys) if e not in entities]
+            entities += [
+                e for e in entity_links.resolve(conn, keys, self._fence()) if e not in entities
+            ]
         # A new record's id is its identity's (`memory_id`): one per text.
         distinct = list({record.id: record for record in built}.values())
         inserted = insert_records(conn, distinct, named)
@@ -524,7 +526,7 @@ class MemoryWrites(MemoryCore):
                     EntityName(ref.kind, ref.name) for ref in entity_links.of_record(conn, old.id)
                 ]
             else:
-                named = entity_links.resolve(conn, new_entities)
+                named = entity_links.resolve(conn, new_entities, self._fence())
             stored, created = insert_new(conn, record, self._scopes, entities=named, says=says)
             if not created:
                 raise _identical(stored, old)

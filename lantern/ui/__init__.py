@@ -16,5 +16,6 @@ Starlette, Jinja2 and uvicorn are the optional extra `lantern[ui]`: only this pa
 them, and `lantern ui` imports this package only when it runs.
 
 Imports: the facade (`lantern.api`, `lantern`) and the public names below it (records,
-errors, vocabularies: `PUBLIC` in tests/test_layers.py).
+errors, vocabularies: `PUBLIC` in tests/test_layers.py), and `lantern.serving` (the guard on
+the server's connections, shared with `lantern mcp --http`).
 """

@@ -1,4 +1,5 @@
-"""Connections of `lantern mcp --http` that hold a socket without sending a request are closed.
+"""Connections of `lantern mcp --http` and `lantern ui` that hold a socket without sending a
+request are closed.
 
 Uvicorn keeps a connection open for as long as its client takes to send a request: one that
 sends half a header, or nothing, holds a file descriptor forever, and before the token is even
@@ -17,25 +18,59 @@ read (the token is a header). `guarded_protocol` makes uvicorn's h11 protocol cl
 
 A request that has arrived whole is never timed: a tool call may run, and a session's stream of
 server messages may stay open, as long as they need. Each connection closed here is counted as
-a refusal (`limits.Refusals`), never logged on its own.
+a refusal (`lantern.serving.refusals.Refusals`), never logged on its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any
+import math
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from lantern.mcpserver.limits import Limits, Refusals
+from lantern.serving.refusals import Refusals
 
 TIMED_OUT = "closed after a request that did not arrive in time"
 CROWDED = "closed past the connection cap"
 
 
-def guarded_protocol(limits: Limits, refusals: Refusals) -> type[H11Protocol]:
+class ConnectionLimits(Protocol):
+    """What the guard reads of a server's limits."""
+
+    @property
+    def max_connections(self) -> int: ...
+
+    @property
+    def request_timeout(self) -> float:
+        """Seconds a client has to send a request's headers, or the next part of its body."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    """The connection limits of `lantern ui`, with their documented defaults (docs/ui.md), the
+    same as `lantern mcp --http`'s."""
+
+    max_connections: int = 1_024
+    request_timeout: float = 5.0
+    log_interval: float = 10.0
+    """Seconds between two lines of refusals, at most."""
+
+
+def uvicorn_options(limits: ConnectionLimits, refusals: Refusals) -> dict[str, Any]:
+    """The options of `uvicorn.Config` that guard a server's connections: the guarded
+    protocol, and keep-alive connections closed once they have waited as long."""
+    return {
+        "http": guarded_protocol(limits, refusals),
+        "timeout_keep_alive": max(1, math.ceil(limits.request_timeout)),
+    }
+
+
+def guarded_protocol(limits: ConnectionLimits, refusals: Refusals) -> type[H11Protocol]:
     """Uvicorn's h11 protocol with the deadlines and the cap of `limits`."""
     opened = itertools.count()  # the order connections were accepted in
 
