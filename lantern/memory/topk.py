@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     import tantivy
 
     from lantern.indexes.words import Fence, WordIndex
-    from lantern.store.engine import Store
     from lantern.memory.fenced import FencedRanking
+    from lantern.store.engine import Store
 
 _FIRST_ROUND = 16
 _WHOLE_ROWS = 256
