@@ -152,7 +152,8 @@ def test_said_filters_find_the_same_with_and_without_the_index(
                 with monkeypatch.context() as patched:
                     patched.setenv(place.ENV_VAR, "off")
                     database = lt.memory.search(query, mode=mode, limit=1000, **filters)  # type: ignore[arg-type]
-                assert _ids(indexed) == _ids(database), (query, filters)
+                # The same records; near ties may be ordered otherwise (see the test above).
+                assert sorted(_ids(indexed)) == sorted(_ids(database)), (query, filters)
                 since = int(str(filters.get("said_since", 0)))
                 until = int(str(filters.get("said_until", 2**62)))
                 assert all(since <= match.record.created_at < until for match in indexed)
