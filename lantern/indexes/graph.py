@@ -54,6 +54,9 @@ CONNECTIVITY = 16
 """Edges a node keeps in each layer of the graph (usearch's `connectivity`, HNSW's M)."""
 EXPANSION_ADD = 128
 """Candidates weighed while a row is linked in (HNSW's efConstruction)."""
+BUILD_THREADS = 0
+"""Threads that link a new graph (0: one a core). Several threads link rows in an order of
+their own, so two builds of the same rows may differ; one gives the same graph every time."""
 BREADTHS = (64, 128, 256, 512, 1024)
 """The walk's breadths (HNSW's ef: candidates a search keeps while it walks the graph) a new
 graph is tried at, narrowest first; it keeps the first whose recall reaches `MIN_RECALL`, in
@@ -192,7 +195,7 @@ def build(
             block = np.ascontiguousarray(
                 matrix[start : start + _COPY][alive[start : start + _COPY]]
             )
-            index.add(keys, block, threads=0)
+            index.add(keys, block, threads=BUILD_THREADS)
     staged = generation / staged_name
     index.save(str(staged))
     fd = os.open(staged, os.O_RDONLY)
