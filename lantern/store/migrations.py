@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # Revisions in order; HEAD is the last. A test checks these against the scripts.
-REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0010", "0012")
 HEAD = REVISIONS[-1]
 
 # What each revision creates, to recognise legacy generations and refuse odd files.
@@ -47,6 +47,7 @@ TABLES_BY_REVISION = {
     "0008": frozenset({"memory_embeddings", "store_settings"}),
     "0009": frozenset({"memory_entities", "entity_scans"}),
     "0010": frozenset({"index_feed"}),
+    "0012": frozenset(),
 }
 LEGACY_GENERATIONS = {1: "0001", 2: "0002"}
 LEGACY_TABLES = TABLES_BY_REVISION["0001"] | TABLES_BY_REVISION["0002"]
