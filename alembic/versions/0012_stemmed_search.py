@@ -34,8 +34,8 @@ down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-STEMMED_TOKENIZER = "porter unicode61 remove_diacritics 1"
-PLAIN_TOKENIZER = "unicode61 remove_diacritics 1"
+STEMMED = ", tokenize='porter unicode61 remove_diacritics 1'"
+"""FTS5's `porter` around `unicode61` with its default options, spelled out."""
 POSTGRES_CONFIG = "lantern_english"
 POSTGRES_DICTIONARY = "lantern_english_stem"
 _WORD_TOKENS = "asciiword, word, asciihword, hword, hword_asciipart, hword_part"
@@ -69,7 +69,7 @@ END""",
 
 def upgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
-        _sqlite_indexes(STEMMED_TOKENIZER)
+        _sqlite_indexes(STEMMED)
         return
     op.execute(
         f"CREATE TEXT SEARCH DICTIONARY {POSTGRES_DICTIONARY} "
@@ -85,32 +85,38 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "sqlite":
-        _sqlite_indexes(PLAIN_TOKENIZER)
+        _sqlite_indexes("")  # the DDL of revisions 0005 and 0007
         return
     _postgres_vectors("simple")
     op.execute(f"DROP TEXT SEARCH CONFIGURATION {POSTGRES_CONFIG}")
     op.execute(f"DROP TEXT SEARCH DICTIONARY {POSTGRES_DICTIONARY}")
 
 
-def _sqlite_indexes(tokenizer: str) -> None:
-    """Both FTS5 indexes recreated with `tokenizer` and filled from what they index."""
+def _sqlite_indexes(tokenize: str) -> None:
+    """Both FTS5 indexes recreated with the `tokenize` option and filled from what they index.
+
+    `memory_fts` is its own content: its rows wait in a temporary table while it is recreated
+    under its own name (a renamed table's DDL would differ from a new store's)."""
     op.execute("PRAGMA secure_delete = ON")
     op.execute(
-        "CREATE VIRTUAL TABLE memory_fts_new USING "
-        f"fts5(record_id UNINDEXED, content, tokenize='{tokenizer}')"
-    )
-    op.execute(
-        "INSERT INTO memory_fts_new (rowid, record_id, content) "
-        "SELECT rowid, record_id, content FROM memory_fts ORDER BY rowid"
+        "CREATE TEMP TABLE memory_fts_rows AS "
+        "SELECT rowid AS fts_rowid, record_id, content FROM memory_fts"
     )
     op.execute("DROP TABLE memory_fts")
-    op.execute("ALTER TABLE memory_fts_new RENAME TO memory_fts")
+    op.execute(
+        f"CREATE VIRTUAL TABLE memory_fts USING fts5(record_id UNINDEXED, content{tokenize})"
+    )
+    op.execute(
+        "INSERT INTO memory_fts (rowid, record_id, content) "
+        "SELECT fts_rowid, record_id, content FROM memory_fts_rows ORDER BY fts_rowid"
+    )
+    op.execute("DROP TABLE memory_fts_rows")
     for trigger in ("chunks_au", "chunks_ad", "chunks_ai"):
         op.execute(f"DROP TRIGGER {trigger}")
     op.execute("DROP TABLE chunks_fts")
     op.execute(
         "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunk_search', "
-        f"content_rowid='rowid', tokenize='{tokenizer}')"
+        f"content_rowid='rowid'{tokenize})"
     )
     op.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild')")
     for statement in _CHUNK_TRIGGERS:

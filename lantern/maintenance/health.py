@@ -588,7 +588,8 @@ def _compare_tsvector(
             rows = conn.execute(
                 text(
                     f"SELECT {key} FROM {table} WHERE {generated} IS DISTINCT FROM "
-                    f"to_tsvector({TEXT_SEARCH_REGCONFIG}, {source}) ORDER BY {key} LIMIT {MAX_LISTED + 1}"
+                    f"to_tsvector({TEXT_SEARCH_REGCONFIG}, {source}) "
+                    f"ORDER BY {key} LIMIT {MAX_LISTED + 1}"
                 )
             ).scalars()
             for row_id in rows:

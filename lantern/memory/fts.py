@@ -1,16 +1,17 @@
 """Keyword search over memory content: the one place that differs between SQLite and PostgreSQL.
 
 SQLite: a regular FTS5 table, `memory_fts(record_id UNINDEXED, content)` (FTS5's `porter`
-stemmer around `unicode61`, revision 0012), kept current by the
-repository in the same transaction as the record (measured: filling FTS5 from Python per write
-costs what a trigger costs, and bulk loads can insert in rowid order, which triggers cannot).
+stemmer around `unicode61`, revision 0012), kept current by the repository in the same
+transaction as the record (measured: filling FTS5 from Python per write costs what a trigger
+costs, and bulk loads can insert in rowid order, which triggers cannot).
 It is a regular table, not an external-content one, because it must be able to delete a row
 by rowid alone: `forget` removes a secret from the index without trusting any other copy of the
 text. Its rowid is derived from the record id (the 64 bits of a `mem_` id's hex digits), so it
 can never be renumbered by VACUUM the way the implicit rowids of `memory_records` can.
 
 PostgreSQL: a generated `content_tsv` column (`to_tsvector('lantern_english', content)`,
-`simple` with English stems, revision 0012) with a GIN index; the database keeps it current, so the maintenance functions below do nothing there.
+`simple` with English stems, revision 0012) with a GIN index; the database keeps it current,
+so the maintenance functions below do nothing there.
 
 Ranking is the same as for chunks (`lantern.evidence.search`): BM25 negated on SQLite, `ts_rank_cd`
 with length normalisation on PostgreSQL; higher is better, and scores compare only within one

@@ -148,7 +148,10 @@ class ParsedQuery:
         did to the documents.
         """
         return (" OR " if self.match_any else " ").join(
-            '"' + " ".join(term.indexed_tokens).replace('"', '""') + '"' + ("*" if term.prefix else "")
+            '"'
+            + " ".join(term.indexed_tokens).replace('"', '""')
+            + '"'
+            + ("*" if term.prefix else "")
             for term in self.terms
             if term.tokens
         )
