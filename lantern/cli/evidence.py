@@ -9,6 +9,8 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import (
+    FLOOR_HELP,
+    MIN_SIMILARITY_HELP,
     MODE_HELP,
     MODEL_HELP,
     ProgressBar,
@@ -160,6 +162,8 @@ def ingest(
 @click.option("--until", metavar="TIME", help="Chunks ingested before this time.")
 @click.option("--mode", type=click.Choice(SEARCH_MODES), help=MODE_HELP)
 @click.option("--model", metavar="NAME", help=MODEL_HELP)
+@click.option("--min-similarity", type=float, metavar="COSINE", help=MIN_SIMILARITY_HELP)
+@click.option("--floor/--no-floor", default=True, help=FLOOR_HELP)
 @click.option(
     "--entity",
     "entities",
@@ -191,6 +195,8 @@ def search(
     until: str | None,
     mode: str | None,
     model: str | None,
+    min_similarity: float | None,
+    floor: bool,
     entities: tuple[str, ...],
     limit: int,
     raw: bool,
@@ -204,8 +210,9 @@ def search(
     nearest in meaning (embeddings, see lantern embed), fused; where the store has no vectors
     it is any. Ask in plain words. --mode keyword requires every word (an exact identifier);
     --mode semantic ranks by meaning alone. "quoted words" match as a phrase, word* as a
-    prefix; everything else is literal text, so any input is safe. TIME is unix seconds or
-    ISO-8601. Examples:
+    prefix; everything else is literal text, so any input is safe. A chunk found only by
+    meaning is shown when it is similar enough (the relevance floor: --min-similarity,
+    --no-floor). TIME is unix seconds or ISO-8601. Examples:
 
     \b
         lantern search where did we decide to deploy from
@@ -228,6 +235,8 @@ def search(
         mode=mode,
         model=model,
         entity=list(entities),
+        min_similarity=min_similarity,
+        floor=floor,
     )
     search_notes(hits.summary, "chunk", explain=explain)
     if as_json:

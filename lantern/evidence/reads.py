@@ -20,6 +20,7 @@ from lantern.evidence.core import EvidenceCore
 from lantern.evidence.records import Chunk, ChunkDetail, Results, SearchResults, Source
 from lantern.evidence.rows import find_source, load_chunks, source_select, starts_with, to_source
 from lantern.evidence.search import SearchFilters, search_chunks
+from lantern.retrieval.floor import resolve as resolve_floor
 from lantern.retrieval.modes import KEYWORD_MODES, SEARCH_MODES, SearchMode, SearchSummary
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.models import chunks, sources
@@ -48,6 +49,8 @@ class EvidenceReads(EvidenceCore):
         mode: str | None = None,
         model: str | None = None,
         entity: str | Sequence[str] | None = None,
+        min_similarity: float | None = None,
+        floor: bool = True,
     ) -> SearchResults:
         """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`): a list
         of `SearchHit`s whose `more` says whether other chunks matched past `limit`.
@@ -81,6 +84,11 @@ class EvidenceReads(EvidenceCore):
                 LANTERN_EMBED_MODEL, then the store's default, then `minilm`.
             entity: Only chunks linked to any of these entities (`KIND:NAME` or an entity id), one
                 or a list; None, no such filter.
+            min_similarity: The relevance floor of `semantic` and `hybrid` (a cosine similarity,
+                -1 to 1): a chunk no keyword ranking found is returned only when it is at least
+                this similar to the query. None: the model's measured floor, if it has one
+                (`lantern.retrieval.floor`).
+            floor: False returns every nearest chunk, however dissimilar (no floor).
 
         Returns:
             The hits, best first, with `more` and the search's `summary`.
@@ -111,6 +119,7 @@ class EvidenceReads(EvidenceCore):
         if not isinstance(query, str):
             raise InvalidInput(Param("query"), f" must be text; got {type(query).__name__}")
         if requested in KEYWORD_MODES:
+            resolve_floor(None, min_similarity, floor)  # checked alike in every mode
             if model is not None:
                 from lantern.semantic.plan import check_model
 
@@ -121,6 +130,7 @@ class EvidenceReads(EvidenceCore):
         from lantern.semantic.sides import CHUNKS
 
         plan = plan_mode(self._store, CHUNKS, requested, model)
+        threshold = resolve_floor(plan.model, min_similarity, floor)
         if plan.mode in KEYWORD_MODES:
             return self._keyword_search(query, raw, plan.mode, filters, checked_limit)
         summary = SearchSummary(plan.mode.value, plan.model)
@@ -129,7 +139,7 @@ class EvidenceReads(EvidenceCore):
             return SearchResults([], summary)
         # One more than asked for, to know whether more matched.
         hits, missing = search_by_meaning(
-            self._store, plan, query, parsed, filters, checked_limit + 1
+            self._store, plan, query, parsed, filters, checked_limit + 1, threshold
         )
         return SearchResults(
             hits[:checked_limit],
