@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from pathlib import Path
 
 import pytest
 from sqlalchemy import text
