@@ -9,7 +9,7 @@ answers it ("Never release on a Friday") may not contain "not" at all. BM25 give
 little weight but not none, and PostgreSQL's ranking gives them as much as any other, so they
 are dropped before the query reaches any engine.
 
-The rule (docs/search.md, "Function words"), in every mode (`keyword` and `any`, and so the
+The rule (docs/search.md, "Common words"), in every mode (`keyword` and `any`, and so the
 `any` side of `hybrid`): a term is left out when it is a single unquoted word, not a prefix
 (`word*`), all of whose tokens are in `STOP_WORDS` (so `doesn't`, which the index reads as
 `doesn` `t`, is left out too). Quoted phrases and prefixes are kept as typed: `"not"` searches
