@@ -13,6 +13,7 @@ import pytest
 from lantern.api import Lantern
 from lantern.errors import InvalidInput
 from lantern.retrieval.floor import FLOORS, default_floor, resolve
+from lantern.validation import min_similarity
 from tests.helpers import CliRun
 
 RECORDS = (
@@ -33,9 +34,10 @@ def test_the_default_floor_is_per_model() -> None:
     assert resolve("all-MiniLM-L6-v2-int8@x", None, False) is None
     for bad in (1.5, -2, float("nan"), True, "0.2"):
         with pytest.raises(InvalidInput, match="min_similarity must be a cosine similarity"):
-            resolve(None, bad, True)  # type: ignore[arg-type]
+            min_similarity(bad, True)
     with pytest.raises(InvalidInput, match="cannot be given with floor=False"):
-        resolve(None, 0.2, False)
+        min_similarity(0.2, False)
+    assert min_similarity(None, False) is None and min_similarity(1, True) == 1.0
 
 
 @pytest.fixture

@@ -119,7 +119,7 @@ class EvidenceReads(EvidenceCore):
         if not isinstance(query, str):
             raise InvalidInput(Param("query"), f" must be text; got {type(query).__name__}")
         if requested in KEYWORD_MODES:
-            resolve_floor(None, min_similarity, floor)  # checked alike in every mode
+            validation.min_similarity(min_similarity, floor)  # checked alike in every mode
             if model is not None:
                 from lantern.semantic.plan import check_model
 
@@ -130,7 +130,9 @@ class EvidenceReads(EvidenceCore):
         from lantern.semantic.sides import CHUNKS
 
         plan = plan_mode(self._store, CHUNKS, requested, model)
-        threshold = resolve_floor(plan.model, min_similarity, floor)
+        threshold = resolve_floor(
+            plan.model, validation.min_similarity(min_similarity, floor), floor
+        )
         if plan.mode in KEYWORD_MODES:
             return self._keyword_search(query, raw, plan.mode, filters, checked_limit)
         summary = SearchSummary(plan.mode.value, plan.model)

@@ -425,7 +425,9 @@ class MemoryReads(MemoryCore):
             raise _offset_and_cursor()
         parsed = parse_query(query)
         plan = self._plan(requested, model)
-        threshold = resolve_floor(plan.model, min_similarity, floor)
+        threshold = resolve_floor(
+            plan.model, validation.min_similarity(min_similarity, floor), floor
+        )
         ran = plan.mode.value if plan.model is None else f"{plan.mode.value}@{plan.model}"
         if threshold is not None:
             ran += f">={threshold!r}"  # another floor is another search for a cursor

@@ -25,10 +25,7 @@ and `floor=False` turns it off.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-
-from lantern.errors import InvalidInput, Param, Setting
 
 __all__ = ["FLOORS", "default_floor", "keeps", "resolve"]
 
@@ -44,32 +41,12 @@ def default_floor(model: str | None) -> float | None:
 
 
 def resolve(model: str | None, min_similarity: float | None, floor: bool) -> float | None:
-    """The floor a search applies: the caller's `min_similarity`, else the model's default;
-    None when `floor` is False or the model has none.
-
-    Raises:
-        InvalidInput: `min_similarity` is not a number from -1 to 1, or is given with
-            `floor=False`.
-    """
-    if not isinstance(floor, bool):
-        raise InvalidInput(Param("floor"), f" must be true or false; got {floor!r}")
-    if min_similarity is not None:
-        if (
-            isinstance(min_similarity, bool)
-            or not isinstance(min_similarity, int | float)
-            or not math.isfinite(min_similarity)
-            or not -1.0 <= min_similarity <= 1.0
-        ):
-            raise InvalidInput(
-                Param("min_similarity"),
-                f" must be a cosine similarity from -1 to 1; got {min_similarity!r}",
-            )
-        if not floor:
-            raise InvalidInput(
-                Param("min_similarity"), " cannot be given ", Setting("floor", False)
-            )
-        return float(min_similarity)
-    return default_floor(model) if floor else None
+    """The floor a search applies: the caller's `min_similarity` (checked by
+    `lantern.validation.min_similarity`), else the model's default; None when `floor` is False
+    or the model has none."""
+    if not floor:
+        return None
+    return min_similarity if min_similarity is not None else default_floor(model)
 
 
 def keeps(threshold: float | None, similarity: float | None, keyword_rank: int | None) -> bool:
