@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from lantern.errors import InvalidInput, Param
+from lantern.errors import InvalidInput, Param, Setting
 
 MEMORY_KINDS = (
     "fact",
@@ -92,6 +92,27 @@ def _not_a_confidence(field: str, value: object) -> InvalidInput:
     # Made only when refusing: building the message costs more than the checks (every add
     # checks a confidence).
     return InvalidInput(Param(field), f" must be a number from 0.0 to 1.0; got {_shown(value)}")
+
+
+def min_similarity(value: object, floor: object) -> float | None:
+    """A search's relevance floor as given (`lantern.retrieval.floor`): a cosine similarity from
+    -1 to 1, or None; never together with `floor=False`."""
+    if not isinstance(floor, bool):
+        raise InvalidInput(Param("floor"), f" must be true or false; got {floor!r}")
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not -1.0 <= value <= 1.0
+    ):
+        raise InvalidInput(
+            Param("min_similarity"), f" must be a cosine similarity from -1 to 1; got {value!r}"
+        )
+    if not floor:
+        raise InvalidInput(Param("min_similarity"), " cannot be given ", Setting("floor", False))
+    return float(value)
 
 
 def text(field: str, value: object, *, max_chars: int) -> str:

@@ -128,3 +128,25 @@ def test_the_scope_fence_holds_in_semantic_search(fenced: McpClient, world: Worl
     refused = fenced.error("lantern_memory_similar", {"id": world.ids["secret"]})
     assert refused == f"no memory record with id {world.ids['secret']!r}"
     assert "lantern_memory_add" not in fenced.tools()
+
+
+def test_the_relevance_floor_through_the_server(server: McpClient, world: World) -> None:
+    tools = server.tools()
+    for name in ("lantern_search", "lantern_memory_search"):
+        properties = tools[name].input_schema["properties"]
+        assert properties["min_similarity"]["type"] == "number"
+        assert properties["floor"]["default"] is True
+    question = {"query": "what does Rosa drink?", "mode": "semantic"}
+    everything = server.ok("lantern_memory_search", question)
+    similarities = [record["similarity"] for record in everything["records"]]
+    assert len(similarities) == 4  # the hashing model has no default floor
+    floor = (similarities[0] + similarities[1]) / 2
+    floored = server.ok("lantern_memory_search", {**question, "min_similarity": floor})
+    assert [record["id"] for record in floored["records"]] == [everything["records"][0]["id"]]
+    chunks = server.ok("lantern_search", {"query": "exit code", "mode": "semantic"})
+    assert len(chunks["hits"]) == 1
+    assert server.ok("lantern_search", {"query": "exit code", "min_similarity": 1.0})["hits"]
+    assert (
+        server.error("lantern_memory_search", {**question, "min_similarity": 0.5, "floor": False})
+        == 'min_similarity cannot be given with "floor": false'
+    )

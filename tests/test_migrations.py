@@ -126,7 +126,12 @@ def test_legacy_store_upgrades_with_every_row_and_byte_intact(
     after = snapshot(path)
     assert {table: after[table] for table in before} == before
     assert all(rows == [] for table, rows in after.items() if table not in before)
-    assert fts_answers(path, FTS_PROBE_QUERIES) == answers
+    # Every chunk a query found is found still; stemming (revision 0012) only adds the texts
+    # holding another form of a word: `"quoted"` now also finds the text with `quote`.
+    after_answers = fts_answers(path, FTS_PROBE_QUERIES)
+    assert all(set(answers[query]) <= set(after_answers[query]) for query in answers)
+    grown = {query for query in answers if after_answers[query] != answers[query]}
+    assert grown <= {'"quoted"'}
     assert _user_version(path) == generation
     with Lantern.open(path) as lt:
         status = lt.status()

@@ -81,7 +81,7 @@ PROPERTY = settings(
 @pytest.fixture(scope="module")
 def fts5() -> Iterator[sqlite3.Connection]:
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+    db.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='porter unicode61')")
     documents = dict.fromkeys(doc for _, doc in FINDS)  # each distinct document once
     db.executemany("INSERT INTO docs(body) VALUES (?)", [(doc,) for doc in documents])
     db.executemany(
@@ -140,7 +140,7 @@ def parsed(text: str) -> ParsedQuery:
         ('"foo* bar"', [(("foo", "bar"), False)]),
         ("(foo*)", [(("foo",), True)]),
         ("foo*bar", [(("foo", "bar"), False)]),
-        ('a "" b', [(("a",), False), (("b",), False)]),
+        ('p "" q', [(("p",), False), (("q",), False)]),
         ("über ÜBER", [(("über",), False), (("über",), False)]),
         ("cafe\u0301", [(("cafe\u0301",), False)]),
     ],
@@ -155,9 +155,11 @@ def test_nothing_to_search_is_none(text: str) -> None:
 
 
 def test_rendering() -> None:
-    query = parsed("C++ don't e-mail* \"it's a\\b\"*")
-    assert query.to_fts5() == '"c" "don t" "e mail"* "it s a b"*'
-    assert query.to_tsquery() == (r"('C++' | 'C') & 'don''t' & 'e-mail':* & ('it''s' <-> 'a\\b':*)")
+    query = parsed("C++ rock'n'roll e-mail* \"it's a\\b\"*")
+    assert query.to_fts5() == '"c" "rock n roll" "e mail"* "it s a b"*'
+    assert query.to_tsquery() == (
+        r"('C++' | 'C') & 'rock''n''roll' & 'e-mail':* & ('it''s' <-> 'a\\b':*)"
+    )
 
 
 def test_any_of_drops_common_words_and_joins_with_or() -> None:
@@ -186,7 +188,28 @@ def test_the_stop_list_is_lower_case_single_tokens() -> None:
     assert STOP_WORDS and all(word == word.lower() for word in STOP_WORDS)
     assert all(parsed(word).terms[0].tokens == (word,) for word in STOP_WORDS)
     assert {"the", "does", "he", "what", "is", "doesn", "t"} <= STOP_WORDS
-    assert not {"user", "live", "home", "deploy", "now", "not", "before", "first"} & STOP_WORDS
+    assert not {"user", "live", "home", "deploy", "now", "before", "first"} & STOP_WORDS
+    assert {"not", "no", "never"} <= STOP_WORDS  # negations neither match nor veto
+
+
+def test_function_words_neither_match_nor_veto_in_either_mode() -> None:
+    query = parsed("Which day should we not release?")
+    assert query.to_fts5() == '"day" "release"'  # keyword: not required
+    assert query.any_of().to_fts5() == '"day" OR "release"'  # any: not matched
+    assert query.to_tsquery() == "'day' & ('release?' | 'release')"
+    # Quoted, or a prefix, a function word is searched for as typed.
+    assert parsed('"not" sydney').to_fts5() == '"not" "sydney"'
+    assert parsed("not* sydney").to_fts5() == '"not"* "sydney"'
+    # A query of nothing else keeps them all: every one is required in `keyword`.
+    assert parsed("not the").to_fts5() == '"not" "the"'
+
+
+def test_a_prefix_is_cut_back_to_what_stems_keep() -> None:
+    assert parsed("deploym*").to_fts5() == '"deplo"*'
+    assert parsed("deploym*").to_tsquery() == "'deplo':*"
+    assert parsed("branch*").to_fts5() == '"branch"*'
+    assert parsed('"ledger dead"*').to_fts5() == '"ledger dead"*'
+    assert parsed("v2.0*").to_tsquery() == "'v2.0':*"  # not a plain word: PostgreSQL's own
 
 
 def test_hand_built_terms_render_from_tokens() -> None:
@@ -267,7 +290,7 @@ def test_fts5_text_finds_itself(text: str) -> None:
     if query is None:
         return
     db = sqlite3.connect(":memory:")
-    db.execute("CREATE VIRTUAL TABLE docs USING fts5(body)")
+    db.execute("CREATE VIRTUAL TABLE docs USING fts5(body, tokenize='porter unicode61')")
     db.execute("INSERT INTO docs(body) VALUES (?)", (text,))
     assert fts5_search(db, query), (text, query.to_fts5())
 

@@ -31,6 +31,9 @@ VOCABULARY = (
     *("ledger", "deadlock", "branch", "deploy", "release", "canberra", "sydney", "lamp", "oil"),
     *("wick", "crème", "brûlée", "straße", "naïve", "café", "resume", "résumé", "e-mail"),
     *("don't", "c++", "20.04", "rust", "python", "agent", "memory"),
+    # Other forms of the same stems, and words Porter and Snowball stem differently.
+    *("deadlocks", "deadlocked", "ledgers", "branches", "branching", "deployment", "deploys"),
+    *("released", "releasing", "generously", "skies", "happily", "not", "never", "CLM-2291"),
 )
 
 
@@ -97,6 +100,17 @@ QUERIES = [
     "20.04",
     "which day should we not release",
     "rust python agent memory lamp",
+    "deadlocks",
+    "ledger deadlocked",
+    '"ledgers deadlocks"',
+    "deploy*",
+    "deploym*",
+    "releases",
+    "generous",
+    "sky",
+    "never",
+    '"not"',
+    "clm-2291",
     "nothing-matches-this",
 ]
 FILTERS: list[dict[str, object]] = [
@@ -229,6 +243,28 @@ def test_a_forgotten_records_words_leave_the_index(store: Lantern, db_path: Path
     assert index.searcher().doc_freq("content", "zqxjkvtoken") == 0
     assert store.memory.search("zqxjkvtoken", mode="keyword", status="all") == []
     assert len(store.memory.search("ledger", mode="keyword", limit=1000)) > 0
+
+
+def test_an_index_of_another_format_is_rebuilt_not_searched(store: Lantern, db_path: Path) -> None:
+    store.memory.add(kind="fact", content="The ledger deadlocks under load.")
+    store.memory.search("ledger")
+    _settle()
+    before = place.current(_index_dir(db_path), words.NAME)
+    assert before is not None
+    mark = json.loads((before / words.MARK_FILE).read_text())
+    assert mark["format"] == words.FORMAT
+    # An index written before stemming records no format: its words are not the queries' stems.
+    del mark["format"]
+    (before / words.MARK_FILE).write_text(json.dumps(mark))
+    from lantern.memory import topk
+
+    topk._open.clear()  # as a new process (the upgraded Lantern) finds it
+    assert words.status(store.store)["state"] == "stale"
+    found = store.memory.search("deadlock", mode="keyword")
+    assert [match.record.content for match in found] == ["The ledger deadlocks under load."]
+    after = place.current(_index_dir(db_path), words.NAME)
+    assert after is not None and after != before
+    assert words.status(store.store)["state"] == "current"
 
 
 def test_an_index_from_another_store_is_rebuilt_not_trusted(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import (
+    FLOOR_HELP,
+    MIN_SIMILARITY_HELP,
     MODE_HELP,
     MODEL_HELP,
     ProgressBar,
@@ -168,6 +170,8 @@ def ingest(
 @click.option("--said-until", metavar="TIME", help="Chunks whose words were said before this time.")
 @click.option("--mode", type=click.Choice(SEARCH_MODES), help=MODE_HELP)
 @click.option("--model", metavar="NAME", help=MODEL_HELP)
+@click.option("--min-similarity", type=float, metavar="COSINE", help=MIN_SIMILARITY_HELP)
+@click.option("--floor/--no-floor", default=True, help=FLOOR_HELP)
 @click.option(
     "--entity",
     "entities",
@@ -201,6 +205,8 @@ def search(
     said_until: str | None,
     mode: str | None,
     model: str | None,
+    min_similarity: float | None,
+    floor: bool,
     entities: tuple[str, ...],
     limit: int,
     raw: bool,
@@ -214,10 +220,11 @@ def search(
     nearest in meaning (embeddings, see lantern embed), fused; where the store has no vectors
     it is any. Ask in plain words. --mode keyword requires every word (an exact identifier);
     --mode semantic ranks by meaning alone. "quoted words" match as a phrase, word* as a
-    prefix; everything else is literal text, so any input is safe. TIME is unix seconds or
-    ISO-8601. --since/--until bound when a chunk was ingested, --said-since/--said-until when
-    its words were said: a chunk matches when its time range overlaps, never when its time is
-    unknown. Examples:
+    prefix; everything else is literal text, so any input is safe. A chunk found only by
+    meaning is shown when it is similar enough (the relevance floor: --min-similarity,
+    --no-floor). TIME is unix seconds or ISO-8601. --since/--until bound when a chunk was
+    ingested, --said-since/--said-until when its words were said: a chunk matches when its
+    time range overlaps, never when its time is unknown. Examples:
 
     \b
         lantern search where did we decide to deploy from
@@ -242,6 +249,8 @@ def search(
         entity=list(entities),
         said_since=said_since,
         said_until=said_until,
+        min_similarity=min_similarity,
+        floor=floor,
     )
     search_notes(hits.summary, "chunk", explain=explain)
     if as_json:

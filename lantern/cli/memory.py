@@ -13,6 +13,8 @@ import click
 
 from lantern.cli.context import open_lantern
 from lantern.cli.output import (
+    FLOOR_HELP,
+    MIN_SIMILARITY_HELP,
     MODE_HELP,
     MODEL_HELP,
     counted,
@@ -347,6 +349,8 @@ def list_command(ctx: click.Context, /, limit: int, as_json: bool, **params: Any
 @click.argument("query")
 @click.option("--mode", type=click.Choice(SEARCH_MODES), help=MODE_HELP)
 @click.option("--model", metavar="NAME", help=MODEL_HELP)
+@click.option("--min-similarity", type=float, metavar="COSINE", help=MIN_SIMILARITY_HELP)
+@click.option("--floor/--no-floor", default=True, help=FLOOR_HELP)
 @click.option(
     "--order",
     type=click.Choice(SEARCH_ORDERS),
@@ -364,6 +368,8 @@ def search_command(
     query: str,
     mode: str | None,
     model: str | None,
+    min_similarity: float | None,
+    floor: bool,
     order: str,
     limit: int,
     as_json: bool,
@@ -375,13 +381,21 @@ def search_command(
     nearest in meaning (embeddings, see lantern embed), fused; where the store has no vectors
     it is any. Ask in plain words. --mode keyword requires every word; --mode semantic ranks
     by meaning alone. "quoted words" must appear together; word* matches a prefix; nothing else
-    is an operator. Both orders page with --after.
+    is an operator. Both orders page with --after. A record found only by meaning is shown
+    when it is similar enough (the relevance floor: --min-similarity, --no-floor).
 
     \b
         lantern memory search "where does the user live" --scope 'user:*' --json
     """
     matches = open_lantern(ctx).memory.search(
-        query, mode=mode, model=model, order=order, limit=limit, **_filters(params)
+        query,
+        mode=mode,
+        model=model,
+        order=order,
+        limit=limit,
+        min_similarity=min_similarity,
+        floor=floor,
+        **_filters(params),
     )
     explain, with_cursor = params["explain"], params["with_cursor"]
     search_notes(matches.summary, "record", explain=explain)

@@ -28,6 +28,12 @@ MODEL_HELP = (
     "Embedding provider for semantic and hybrid (default: $LANTERN_EMBED_MODEL, else the "
     "store's, else minilm)."
 )
+MIN_SIMILARITY_HELP = (
+    "Relevance floor of semantic and hybrid: a hit no keyword ranking found must be at least "
+    "this similar (cosine, -1 to 1; default: the model's measured floor, 0.18 for minilm, "
+    "none for other models)."
+)
+FLOOR_HELP = "--no-floor returns the nearest hits however dissimilar (semantic and hybrid)."
 
 
 def _remember_json(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:

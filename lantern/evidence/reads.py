@@ -20,6 +20,7 @@ from lantern.evidence.core import EvidenceCore
 from lantern.evidence.records import Chunk, ChunkDetail, Results, SearchResults, Source
 from lantern.evidence.rows import find_source, load_chunks, source_select, starts_with, to_source
 from lantern.evidence.search import SearchFilters, search_chunks
+from lantern.retrieval.floor import resolve as resolve_floor
 from lantern.retrieval.modes import KEYWORD_MODES, SEARCH_MODES, SearchMode, SearchSummary
 from lantern.retrieval.query import ParsedQuery, parse_query
 from lantern.store.models import chunks, sources
@@ -50,6 +51,8 @@ class EvidenceReads(EvidenceCore):
         entity: str | Sequence[str] | None = None,
         said_since: int | float | str | None = None,
         said_until: int | float | str | None = None,
+        min_similarity: float | None = None,
+        floor: bool = True,
     ) -> SearchResults:
         """The best chunks for `query`, best first (syntax: `lantern.retrieval.query`): a list
         of `SearchHit`s whose `more` says whether other chunks matched past `limit`.
@@ -89,6 +92,11 @@ class EvidenceReads(EvidenceCore):
             said_since: Only chunks whose words were said at or after this time (unix seconds or
                 ISO-8601); None, no bound.
             said_until: Only chunks whose words were said before this time; None, no bound.
+            min_similarity: The relevance floor of `semantic` and `hybrid` (a cosine similarity,
+                -1 to 1): a chunk no keyword ranking found is returned only when it is at least
+                this similar to the query. None: the model's measured floor, if it has one
+                (`lantern.retrieval.floor`).
+            floor: False returns every nearest chunk, however dissimilar (no floor).
 
         Returns:
             The hits, best first, with `more` and the search's `summary`.
@@ -121,6 +129,7 @@ class EvidenceReads(EvidenceCore):
         if not isinstance(query, str):
             raise InvalidInput(Param("query"), f" must be text; got {type(query).__name__}")
         if requested in KEYWORD_MODES:
+            validation.min_similarity(min_similarity, floor)  # checked alike in every mode
             if model is not None:
                 from lantern.semantic.plan import check_model
 
@@ -131,6 +140,9 @@ class EvidenceReads(EvidenceCore):
         from lantern.semantic.sides import CHUNKS
 
         plan = plan_mode(self._store, CHUNKS, requested, model)
+        threshold = resolve_floor(
+            plan.model, validation.min_similarity(min_similarity, floor), floor
+        )
         if plan.mode in KEYWORD_MODES:
             return self._keyword_search(query, raw, plan.mode, filters, checked_limit)
         summary = SearchSummary(plan.mode.value, plan.model)
@@ -139,7 +151,7 @@ class EvidenceReads(EvidenceCore):
             return SearchResults([], summary)
         # One more than asked for, to know whether more matched.
         hits, missing = search_by_meaning(
-            self._store, plan, query, parsed, filters, checked_limit + 1
+            self._store, plan, query, parsed, filters, checked_limit + 1, threshold
         )
         return SearchResults(
             hits[:checked_limit],

@@ -56,6 +56,7 @@ from lantern.errors import InvalidInput, LanternError, Setting
 from lantern.evidence.records import SearchHit
 from lantern.retrieval.modes import SearchMode
 from lantern.retrieval.query import ParsedQuery
+from lantern.store.dialect import TEXT_SEARCH_REGCONFIG
 from lantern.store.engine import Store
 from lantern.store.models import chunk_search_text, chunks, sources
 from lantern.store.prepared import Prepared
@@ -75,7 +76,7 @@ _FTS_TABLE: ColumnClause[Any] = literal_column("chunks_fts")
 _CHUNK_ROWID: ColumnClause[Any] = literal_column("chunks.rowid")
 _TSVECTOR: ColumnClause[Any] = literal_column("chunks.text_tsv")
 _SEARCH_TSVECTOR: ColumnClause[Any] = literal_column("chunk_search_text.text_tsv")
-_SIMPLE: ColumnClause[Any] = literal_column("'simple'::regconfig")
+_CONFIG: ColumnClause[Any] = literal_column(TEXT_SEARCH_REGCONFIG)
 
 _SYNTAX_ERROR = "42601"
 """PostgreSQL's SQLSTATE for a syntax error, which a malformed `to_tsquery` argument raises."""
@@ -261,7 +262,7 @@ def _postgres_statement(filters: SearchFilters) -> Select[Any]:
     their own text (no `chunk_search_text` row, an anti-join on its key), and chunks searched
     by their row's text. The best `limit` of both are the best `limit` of all.
     """
-    query = func.to_tsquery(_SIMPLE, bindparam("match", type_=Text))
+    query = func.to_tsquery(_CONFIG, bindparam("match", type_=Text))
     own_score = cast(func.ts_rank_cd(_TSVECTOR, query, 1), Float)
     own = (
         select(*_columns(), chunks.c.text, own_score.label("score"))
@@ -293,7 +294,7 @@ def _postgres_statement(filters: SearchFilters) -> Select[Any]:
         .limit(bindparam("limit"))
         .subquery("best")
     )
-    snippet = func.ts_headline(_SIMPLE, best.c.text, query, _HEADLINE_OPTIONS)
+    snippet = func.ts_headline(_CONFIG, best.c.text, query, _HEADLINE_OPTIONS)
     return select(
         *(best.c[name] for name in ("id", "source_id", "uri", "kind", "ordinal")),
         best.c.start_offset,

@@ -11,12 +11,15 @@ similarity are broken by chunk id, as in keyword search.
   semantic ranking, each keyword candidate with its own similarity (read from the vectors
   already loaded); the chunks the `any` ranking finds beyond the fused ones follow with score
   0, in their keyword order. A hit the keyword side found keeps its marked snippet.
+
+In both modes a chunk no keyword ranking found is returned only when its similarity reaches the
+search's floor (`lantern.retrieval.floor`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import islice
+from itertools import islice, takewhile
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, exists, func, select
@@ -24,6 +27,7 @@ from sqlalchemy import Select, bindparam, exists, func, select
 from lantern.evidence.chunkvectors import SEARCHABLE
 from lantern.evidence.records import SearchHit
 from lantern.evidence.search import ELLIPSIS, SNIPPET_TOKENS, SearchFilters, search_chunks
+from lantern.retrieval.floor import keeps
 from lantern.retrieval.fusion import DEPTH, fuse, lead_for
 from lantern.retrieval.modes import SearchMode
 from lantern.retrieval.query import ParsedQuery
@@ -52,14 +56,22 @@ def search_by_meaning(
     parsed: ParsedQuery,
     filters: SearchFilters,
     limit: int,
+    floor: float | None = None,
 ) -> tuple[list[SearchHit], int]:
     """The best `limit` chunks in `plan`'s mode (semantic or hybrid), and how many chunks the
-    filters admit that have no vector of the model."""
+    filters admit that have no vector of the model. A chunk no keyword ranking found is left
+    out below `floor` (`lantern.retrieval.floor`)."""
     searcher = _Nearest(store, plan, query, filters)
     if plan.mode is SearchMode.SEMANTIC:
         hits = [
             _semantic_hit(row, similarity, rank, plan.mode)
-            for rank, (row, similarity) in enumerate(islice(searcher.ranked(limit), limit), 1)
+            for rank, (row, similarity) in enumerate(
+                takewhile(
+                    lambda found: keeps(floor, found[1], None),
+                    islice(searcher.ranked(limit), limit),
+                ),
+                1,
+            )
         ]
         return hits, searcher.without_vector()
     keyword = search_chunks(store, parsed, filters, max(DEPTH, limit), SearchMode.ANY)
@@ -67,12 +79,16 @@ def search_by_meaning(
     by_id_keyword = {hit.chunk_id: hit for hit in keyword}
     by_id_semantic = {row[0]: row for row, _similarity in nearest}
     others = [hit.chunk_id for hit in keyword[:DEPTH] if hit.chunk_id not in by_id_semantic]
-    fused = fuse(
-        [(hit.chunk_id, hit.score) for hit in keyword],
-        [(row[0], similarity) for row, similarity in nearest],
-        searcher.similarities(others),
-        lead=lead_for(store.dialect),
-    )
+    fused = [
+        item
+        for item in fuse(
+            [(hit.chunk_id, hit.score) for hit in keyword],
+            [(row[0], similarity) for row, similarity in nearest],
+            searcher.similarities(others),
+            lead=lead_for(store.dialect),
+        )
+        if keeps(floor, item.similarity, item.keyword_rank)
+    ]
     hits = []
     for item in fused[:limit]:
         chunk_id = str(item.key)

@@ -10,7 +10,9 @@ What it holds: each record's id (stored), scope and status (filter terms) and co
 with positions, not stored). Tokens are cut at every character that is not a letter or digit,
 lower-cased and folded to ASCII where a letter has a plain form (`Crème` is `creme`), which is
 FTS5's `unicode61` with its diacritics removed, plus ligatures and `ß` folded: the documented
-differences are in docs/search.md. Scores are BM25 (k1 = 1.2, b = 0.75) over the records in
+differences are in docs/search.md. Each token is then stemmed as FTS5's `porter` tokenizer
+stems it (`lantern.retrieval.stemming`; tantivy's own stemmer is another algorithm) and the
+stems are indexed as they are. Scores are BM25 (k1 = 1.2, b = 0.75) over the records in
 the index, every status, as FTS5's are over its table.
 
 How it stays right: each generation keeps the feed mark (`lantern.indexes.feed`) of the last
@@ -20,7 +22,9 @@ feed before every search and applies what changed since, under tantivy's own wri
 (another process catching up is waited for).
 A record that left the store (forgotten) makes the catch-up rebuild the index instead: deleted
 documents leave their words in tantivy's segments until a merge, and a forgotten word must not
-stay on disk.
+stay on disk. So does a generation of another format (`FORMAT`, recorded with the mark): an
+index built before stemming holds words the queries no longer look up, and is rebuilt rather
+than searched.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from lantern.errors import StoreBusy
 from lantern.indexes import feed, place
 from lantern.indexes.feed import Mark
 from lantern.retrieval.query import ParsedQuery
+from lantern.retrieval.stemming import stem
 from lantern.store.engine import Store, busy_timeout
 from lantern.store.models import memory_records as records
 from lantern.validation import JSONObject
@@ -50,6 +55,11 @@ if TYPE_CHECKING:
 
 NAME = "words"
 ANALYZER = "lantern_words"
+STEMS = "lantern_stems"
+"""The content field's tokenizer since format 2: the text arrives as stems, one per space."""
+FORMAT = 2
+"""What a generation's documents hold, recorded beside its mark: 1 (no record) for words, 2 for
+their stems. A generation of another format is rebuilt, never searched."""
 MARK_FILE = "mark.json"
 """The feed mark of a generation, beside its tantivy files."""
 AUTO_BUILD_UP_TO = 50_000
@@ -118,6 +128,7 @@ class WordIndex:
         self.fence = fence
         self._index = tantivy.Index.open(str(path))
         self._index.register_tokenizer(ANALYZER, _analyzer())
+        self._index.register_tokenizer(STEMS, _stems_analyzer())
         self._schema = self._index.schema
         self._kept: tuple[Mark, tantivy.Searcher] | None = None
 
@@ -136,7 +147,10 @@ class WordIndex:
         one outside a fenced index's scopes. A crash between the commit and the file leaves
         the mark behind; the changes since are applied again, which changes nothing."""
         try:
-            return Mark.from_json(json.loads((self.path / MARK_FILE).read_text(encoding="utf-8")))
+            found = json.loads((self.path / MARK_FILE).read_text(encoding="utf-8"))
+            if found.get("format", 1) != FORMAT:
+                return None  # another format: rebuilt as a generation that did not finish
+            return Mark.from_json(found)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -367,7 +381,7 @@ def _build(store: Store, directory: Path, fence: Fence) -> WordIndex:
 
     path = place.new_generation(directory, fence.name)
     index = tantivy.Index(_schema(), path=str(path))
-    index.register_tokenizer(ANALYZER, _analyzer())
+    index.register_tokenizer(STEMS, _stems_analyzer())
     writer = index.writer(_BUILD_HEAP)
     with store.read() as conn:
         now = Mark.now(conn, feed.MEMORY)
@@ -418,7 +432,7 @@ def _schema() -> tantivy.Schema:
     builder.add_text_field("id", stored=True, tokenizer_name="raw")
     builder.add_text_field("scope", tokenizer_name="raw")
     builder.add_text_field("status", tokenizer_name="raw")
-    builder.add_text_field("content", tokenizer_name=ANALYZER, index_option="position")
+    builder.add_text_field("content", tokenizer_name=STEMS, index_option="position")
     return builder.build()
 
 
@@ -434,12 +448,25 @@ def _analyzer() -> tantivy.TextAnalyzer:
     )
 
 
+@functools.cache
+def _stems_analyzer() -> tantivy.TextAnalyzer:
+    import tantivy
+
+    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
+
+
+def _stems(text: str) -> list[str]:
+    """The stems of a text's tokens, in order, as FTS5's `porter unicode61` indexes them."""
+    return [stem(token) for token in _analyzer().analyze(text)]
+
+
 def _add_rows(writer: tantivy.IndexWriter, rows: Iterable[Sequence[Any]]) -> None:
     import tantivy
 
     for record_id, scope, status, content in rows:
+        stems = " ".join(_stems(content))
         writer.add_document(
-            tantivy.Document(id=record_id, scope=scope, status=status, content=content)
+            tantivy.Document(id=record_id, scope=scope, status=status, content=stems)
         )
 
 
@@ -448,7 +475,7 @@ def _write_mark(path: Path, mark: Mark) -> None:
     staged = path / f".{MARK_FILE}.new"
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with open(fd, "w", encoding="utf-8") as handle:
-        json.dump(mark.to_json(), handle)
+        json.dump({**mark.to_json(), "format": FORMAT}, handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(staged, path / MARK_FILE)
@@ -494,11 +521,11 @@ def _words_query(
 ) -> tantivy.Query | None:
     import tantivy
 
-    analyzer = _analyzer()
     occur = tantivy.Occur.Should if parsed.match_any else tantivy.Occur.Must
     clauses = []
     for term in parsed.terms:
-        tokens: list[str | tuple[int, str]] = list(analyzer.analyze(" ".join(term.tokens)))
+        # FTS5 folds and stems what it is given, a prefix already cut back (`indexed_tokens`).
+        tokens: list[str | tuple[int, str]] = list(_stems(" ".join(term.indexed_tokens)))
         if not tokens:
             continue
         if len(tokens) == 1:

@@ -56,6 +56,7 @@ from lantern.memory import fts as memory_fts
 from lantern.memory import refs as memory_refs
 from lantern.semantic.sides import text_hash
 from lantern.store import migrations
+from lantern.store.dialect import TEXT_SEARCH_REGCONFIG
 from lantern.store.engine import Store, translate
 from lantern.store.ids import memory_identity
 from lantern.store.models import Base, embeddings, memory_embeddings, memory_records
@@ -587,7 +588,8 @@ def _compare_tsvector(
             rows = conn.execute(
                 text(
                     f"SELECT {key} FROM {table} WHERE {generated} IS DISTINCT FROM "
-                    f"to_tsvector('simple', {source}) ORDER BY {key} LIMIT {MAX_LISTED + 1}"
+                    f"to_tsvector({TEXT_SEARCH_REGCONFIG}, {source}) "
+                    f"ORDER BY {key} LIMIT {MAX_LISTED + 1}"
                 )
             ).scalars()
             for row_id in rows:

@@ -15,6 +15,8 @@ from lantern.mcpserver import outputs
 from lantern.mcpserver.spec import (
     ENTITY_FILTER,
     FLAG,
+    FLOOR,
+    MIN_SIMILARITY,
     MODE,
     MODE_HELP,
     MODEL,
@@ -120,6 +122,8 @@ EVIDENCE_TOOLS = (
                 "query": {"type": "string", "description": "Words, or a question."},
                 "mode": MODE,
                 "model": MODEL,
+                "min_similarity": MIN_SIMILARITY,
+                "floor": FLOOR,
                 "kind": listed(_SOURCE_KIND, "Only sources of these kinds."),
                 "source": listed(
                     {"type": "string", "minLength": 1},

@@ -16,7 +16,9 @@ from lantern.mcpserver.spec import (
     CONTENT,
     ENTITY,
     FLAG,
+    FLOOR,
     KIND,
+    MIN_SIMILARITY,
     MODE,
     MODE_HELP,
     MODEL,
@@ -248,6 +250,8 @@ MEMORY_TOOLS = (
                 "query": {"type": "string", "description": "Words, or a question."},
                 "mode": MODE,
                 "model": MODEL,
+                "min_similarity": MIN_SIMILARITY,
+                "floor": FLOOR,
                 "order": {
                     "type": "string",
                     "enum": list(SEARCH_ORDERS),

@@ -165,6 +165,19 @@ MODEL: Schema = {
     "description": "The embedding provider whose vectors semantic and hybrid compare "
     "(default: the server's LANTERN_EMBED_MODEL, else the store's default, else minilm).",
 }
+MIN_SIMILARITY: Schema = {
+    "type": "number",
+    "minimum": -1,
+    "maximum": 1,
+    "description": "The relevance floor of semantic and hybrid: a hit no keyword ranking found "
+    "is returned only when its cosine similarity to the query is at least this (default: the "
+    "model's measured floor, 0.18 for minilm; none for other models).",
+}
+FLOOR: Schema = {
+    "type": "boolean",
+    "default": True,
+    "description": "false returns the nearest hits of semantic and hybrid however dissimilar.",
+}
 SEARCH_SUMMARY: Schema = {
     "type": "object",
     "description": "What the search did: mode (the ranking that ran), model (the vectors "

@@ -1,15 +1,17 @@
 """Keyword search over memory content: the one place that differs between SQLite and PostgreSQL.
 
-SQLite: a regular FTS5 table, `memory_fts(record_id UNINDEXED, content)`, kept current by the
-repository in the same transaction as the record (measured: filling FTS5 from Python per write
-costs what a trigger costs, and bulk loads can insert in rowid order, which triggers cannot).
+SQLite: a regular FTS5 table, `memory_fts(record_id UNINDEXED, content)` (FTS5's `porter`
+stemmer around `unicode61`, revision 0012), kept current by the repository in the same
+transaction as the record (measured: filling FTS5 from Python per write costs what a trigger
+costs, and bulk loads can insert in rowid order, which triggers cannot).
 It is a regular table, not an external-content one, because it must be able to delete a row
 by rowid alone: `forget` removes a secret from the index without trusting any other copy of the
 text. Its rowid is derived from the record id (the 64 bits of a `mem_` id's hex digits), so it
 can never be renumbered by VACUUM the way the implicit rowids of `memory_records` can.
 
-PostgreSQL: a generated `content_tsv` column (`to_tsvector('simple', content)`) with a GIN
-index; the database keeps it current, so the maintenance functions below do nothing there.
+PostgreSQL: a generated `content_tsv` column (`to_tsvector('lantern_english', content)`,
+`simple` with English stems, revision 0012) with a GIN index; the database keeps it current,
+so the maintenance functions below do nothing there.
 
 Ranking is the same as for chunks (`lantern.evidence.search`): BM25 negated on SQLite, `ts_rank_cd`
 with length normalisation on PostgreSQL; higher is better, and scores compare only within one
@@ -39,6 +41,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.elements import ColumnClause
 
 from lantern.retrieval.query import ParsedQuery
+from lantern.store.dialect import TEXT_SEARCH_REGCONFIG
 from lantern.store.models import memory_records
 from lantern.store.prepared import Prepared
 
@@ -46,7 +49,7 @@ FTS_TABLE = "memory_fts"
 _FTS = table(FTS_TABLE, column("rowid"), column("record_id"), column("content"))
 _FTS_NAME: ColumnClause[Any] = literal_column(FTS_TABLE)
 _TSVECTOR: ColumnClause[Any] = literal_column("memory_records.content_tsv")
-_SIMPLE: ColumnClause[Any] = literal_column("'simple'::regconfig")
+_CONFIG: ColumnClause[Any] = literal_column(TEXT_SEARCH_REGCONFIG)
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -166,7 +169,7 @@ def matching(dialect: str) -> tuple[FromClause, ColumnElement[bool], ColumnEleme
     The query is the bound parameter `match`, whose value `match_value` gives.
     """
     if dialect == "postgresql":
-        tsquery = func.to_tsquery(_SIMPLE, bindparam("match", type_=Text))
+        tsquery = func.to_tsquery(_CONFIG, bindparam("match", type_=Text))
         score: ColumnElement[float] = cast(func.ts_rank_cd(_TSVECTOR, tsquery, 1), Float)
         return memory_records, _TSVECTOR.op("@@")(tsquery), score
     source = _FTS.join(memory_records, memory_records.c.id == _FTS.c.record_id)

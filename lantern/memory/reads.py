@@ -43,6 +43,7 @@ from lantern.memory.refs import holding as refs_holding
 from lantern.memory.refs import list_rank, ref_ids_value
 from lantern.memory.rows import SCORE_COLUMN, fetch, require, row_to_record
 from lantern.memory.scopes import UNRESTRICTED
+from lantern.retrieval.floor import resolve as resolve_floor
 from lantern.retrieval.modes import (
     KEYWORD_MODES,
     SEARCH_MODES,
@@ -365,6 +366,8 @@ class MemoryReads(MemoryCore):
         cites: Refs = None,
         after: str | None = None,
         entity: Entities = None,
+        min_similarity: float | None = None,
+        floor: bool = True,
     ) -> Page:
         """Search over content: `MemoryMatch`es (record, score, higher is better, and origin).
 
@@ -412,6 +415,11 @@ class MemoryReads(MemoryCore):
             limit: At most this many matches (1 to 10,000).
             offset: Skip this many first (not together with `after`).
             after: A previous page's `next_cursor` for the same search; None for the first page.
+            min_similarity: The relevance floor of `semantic` and `hybrid` (a cosine similarity,
+                -1 to 1): a record no keyword ranking found is returned only when it is at
+                least this similar to the query. None: the model's measured floor, if it has
+                one (`lantern.retrieval.floor`).
+            floor: False returns every nearest record, however dissimilar (no floor).
 
         Returns:
             A page of `MemoryMatch`es; its `summary` says which mode ran, and its `next_cursor` is
@@ -434,7 +442,12 @@ class MemoryReads(MemoryCore):
             raise _offset_and_cursor()
         parsed = parse_query(query)
         plan = self._plan(requested, model)
+        threshold = resolve_floor(
+            plan.model, validation.min_similarity(min_similarity, floor), floor
+        )
         ran = plan.mode.value if plan.model is None else f"{plan.mode.value}@{plan.model}"
+        if threshold is not None:
+            ran += f">={threshold!r}"  # another floor is another search for a cursor
         fingerprint = search_fingerprint(query, ran, order, filters)
         position = None if after is None else parse_search_cursor(after, fingerprint, order)
         summary = SearchSummary(plan.mode.value, plan.model)
@@ -456,6 +469,7 @@ class MemoryReads(MemoryCore):
                 position,
                 fingerprint,
                 filters,
+                threshold,
             )
             return SemanticSearch(self, request).run()
         page = self._keyword_search(

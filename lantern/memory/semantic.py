@@ -15,6 +15,9 @@ by the list order, as in every memory search.
 * policy order: the same records (semantic: the first `DEPTH` nearest) in the list order, each
   with the score it has in the relevance order.
 
+In both modes a record no keyword ranking found is returned only when its similarity reaches
+the search's floor (`lantern.retrieval.floor`): semantic search stops there.
+
 `without_vector` counts the records the search could have returned that have no vector of the
 model: one count when some record lacks one, none when every record has one.
 """
@@ -41,6 +44,7 @@ from lantern.memory.cursor import (
 from lantern.memory.filters import Conditions, MemoryFilter
 from lantern.memory.records import MemoryMatch, MemoryRecord, Page
 from lantern.memory.rows import SCORE_COLUMN, row_to_record
+from lantern.retrieval.floor import keeps
 from lantern.retrieval.fusion import DEPTH, Fused, fuse, lead_for
 from lantern.retrieval.modes import SearchMode, SearchSummary
 from lantern.retrieval.query import ParsedQuery
@@ -71,6 +75,8 @@ class Request:
     position: SearchCursor | None
     fingerprint: str
     filters: MemoryFilter
+    floor: float | None = None
+    """The similarity a hit without keyword support must reach (`lantern.retrieval.floor`)."""
 
 
 class SemanticSearch:
@@ -104,7 +110,11 @@ class SemanticSearch:
     def _semantic(self) -> Page:
         request = self._request
         if request.order == "policy":
-            nearest = list(islice(self._nearest(DEPTH), DEPTH))
+            nearest = [
+                (record, similarity)
+                for record, similarity in islice(self._nearest(DEPTH), DEPTH)
+                if keeps(request.floor, similarity, None)
+            ]
             matches = [
                 self._match(record, similarity, similarity, None, rank)
                 for rank, (record, similarity) in enumerate(nearest, 1)
@@ -113,6 +123,8 @@ class SemanticSearch:
         start, boundary = self._start()
         found: list[MemoryMatch] = []
         for rank, (record, similarity) in enumerate(self._nearest(start + request.limit + 1), 1):
+            if not keeps(request.floor, similarity, None):
+                break  # nearest first: everything after is below the floor too
             if boundary is not None:
                 if (-similarity, *list_key(record)) <= boundary:
                     continue
@@ -131,7 +143,11 @@ class SemanticSearch:
         keyword = self._keyword(max(DEPTH, start + request.limit + 1))
         nearest = list(islice(self._nearest(DEPTH), DEPTH)) if request.plan.has_vectors else []
         records = {record.id: record for record, _score in [*keyword, *nearest]}
-        ordered = self._fuse(keyword, nearest)
+        ordered = [
+            item
+            for item in self._fuse(keyword, nearest)
+            if keeps(request.floor, item.similarity, item.keyword_rank)
+        ]
         if request.position is not None:
             ids = [item.key for item in ordered]
             cursor_id = request.position.key.id
@@ -193,6 +209,8 @@ class SemanticSearch:
         for record in candidates.values():
             kw_rank = keyword[record.id][1] if record.id in keyword else None
             item = fused.get(record.id)
+            if not keeps(request.floor, None if item is None else item.similarity, kw_rank):
+                continue
             if item is None:
                 matches.append(self._match(record, 0.0, None, kw_rank, None))
             else:

@@ -1,12 +1,15 @@
 """Search modes: which ranking a search runs, named the same on every surface.
 
 * `keyword`: every word of the query must appear (AND), ranked by relevance. What every search
-  did before modes existed; the choice for exact look-ups (an error code, a ticket id).
+  did before modes existed; the choice for exact look-ups (an error code, a ticket id). Words
+  match by their stems, and function words are left out (`lantern.retrieval.stopwords`), in
+  every mode.
 * `any`: any of the query's words may appear (OR), after the common English words of
   `lantern.retrieval.stopwords` are dropped, ranked by relevance, so a question asked in
   natural language ranks first what shares its most informative words.
 * `semantic`: the nearest neighbours of the query by cosine similarity of embeddings of one
-  model; what has no vector of that model cannot be found, and is counted.
+  model, down to the relevance floor (`lantern.retrieval.floor`); what has no vector of that
+  model cannot be found, and is counted.
 * `hybrid`: the `any` ranking and the `semantic` ranking fused by their relevances
   (`lantern.retrieval.fusion`), so that an exact identifier and a paraphrase both surface.
 

@@ -5,14 +5,21 @@ Query syntax
 Lantern's search box is deliberately simple, and no input is ever an error:
 
 * **Words.** Each word must appear in the document: all words are required (AND). Case does
-  not matter. (An ``any`` search, :meth:`ParsedQuery.any_of`, matches documents holding any
-  of them instead, leaving out common words: see ``lantern.retrieval.stopwords``.)
+  not matter, and a word matches its other English forms: it is matched by its stem
+  (``deadlocks`` finds "deadlock", see ``lantern.retrieval.stemming``). (An ``any`` search,
+  :meth:`ParsedQuery.any_of`, matches documents holding any of them instead.)
+* **Function words.** A word that only carries grammar (``the``, ``which``, ``should``) or
+  negates (``not``, ``never``) neither matches nor vetoes: it is left out of the query,
+  whatever the mode, unless it is quoted, a prefix, or every word of the query is one (see
+  ``lantern.retrieval.stopwords``).
 * **"Quoted phrases."** Words inside double quotes must appear next to each other, in that
   order. A quote left open (``"unclosed``) is closed at the end of the query. Empty quotes are
   ignored.
 * **Prefixes.** ``word*`` matches any word starting with ``word``. ``"quoted phra"*`` (or
   ``"quoted phra*"``) makes the last word of a phrase a prefix. A ``*`` anywhere else is
-  ignored.
+  ignored. The indexes hold stems, so a prefix is looked up as
+  ``lantern.retrieval.stemming.prefix_stem`` cuts it back (``deploym*`` looks up ``deplo``):
+  it may match a few more words than those starting with it.
 * **Everything else is literal text.** ``AND``, ``OR``, ``NOT`` and ``NEAR`` are ordinary words;
   parentheses, colons, ``^``, ``+``, ``-`` and other punctuation have no special meaning.
 * **Words are split the way the index splits them.** A word is cut into tokens at every
@@ -52,6 +59,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass, field, replace
 
+from lantern.retrieval.stemming import prefix_stem
 from lantern.retrieval.stopwords import is_stop_word
 
 __all__ = [
@@ -99,6 +107,14 @@ class Term:
     """Typed inside double quotes: an ``any`` search keeps it even if it is common words."""
 
     @property
+    def indexed_tokens(self) -> tuple[str, ...]:
+        """The tokens to hand an index that stems: a prefix's last token cut back by
+        `prefix_stem` (the engines stem every token, and the cut is its own stem)."""
+        if not self.prefix or not self.tokens:
+            return self.tokens
+        return (*self.tokens[:-1], prefix_stem(self.tokens[-1]))
+
+    @property
     def is_stop_word(self) -> bool:
         """A lone unquoted word, not a prefix, whose tokens are all common words."""
         return (
@@ -118,13 +134,9 @@ class ParsedQuery:
     """A document matches when it holds any of the terms rather than all of them."""
 
     def any_of(self) -> ParsedQuery:
-        """This query for an ``any`` search: any term matches, common words left out.
-
-        A term is left out when it is a lone unquoted word made of stop words
-        (``lantern.retrieval.stopwords``); when that would leave nothing, every term stays.
-        """
-        kept = tuple(term for term in self.terms if not term.is_stop_word)
-        return replace(self, terms=kept or self.terms, match_any=True)
+        """This query for an ``any`` search: any term matches (function words are already
+        left out by `parse_query`)."""
+        return replace(self, terms=_content_terms(self.terms), match_any=True)
 
     def to_fts5(self) -> str:
         """Render for ``... MATCH ?`` in SQLite FTS5, e.g. ``"c" "don t" "e mail"*``.
@@ -136,7 +148,10 @@ class ParsedQuery:
         did to the documents.
         """
         return (" OR " if self.match_any else " ").join(
-            '"' + " ".join(term.tokens).replace('"', '""') + '"' + ("*" if term.prefix else "")
+            '"'
+            + " ".join(term.indexed_tokens).replace('"', '""')
+            + '"'
+            + ("*" if term.prefix else "")
             for term in self.terms
             if term.tokens
         )
@@ -156,6 +171,8 @@ class ParsedQuery:
             words = [word for word in term.words or term.tokens if word]
             if not words:
                 continue
+            if term.prefix and words[-1].isalpha() and words[-1].lower() == term.tokens[-1]:
+                words[-1] = term.indexed_tokens[-1]  # cut back as for FTS5 (`prefix_stem`)
             operands = [_tsquery_operand(word) for word in words]
             if term.prefix:
                 operands[-1] += ":*"
@@ -189,7 +206,13 @@ def parse_query(text: str) -> ParsedQuery | None:
         terms.extend(candidates)
         if len(terms) >= MAX_TERMS:
             break
-    return ParsedQuery(tuple(terms[:MAX_TERMS])) if terms else None
+    return ParsedQuery(_content_terms(tuple(terms[:MAX_TERMS]))) if terms else None
+
+
+def _content_terms(terms: tuple[Term, ...]) -> tuple[Term, ...]:
+    """The terms without the function words (`Term.is_stop_word`); all of them when every
+    term is one, so that a query of common words still searches for them."""
+    return tuple(term for term in terms if not term.is_stop_word) or terms
 
 
 def _sanitize(text: str) -> str:

@@ -24,6 +24,12 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.dml import Insert
 from sqlalchemy.sql.selectable import FromClause, Join
 
+TEXT_SEARCH_CONFIG = "lantern_english"
+"""PostgreSQL's text search configuration for every full-text vector and query (revision
+0012): `simple`, with words stemmed by Snowball's English stemmer and no stop word dropped."""
+TEXT_SEARCH_REGCONFIG = f"'{TEXT_SEARCH_CONFIG}'::regconfig"
+"""The configuration as an SQL literal."""
+
 
 def insert_ignoring_conflicts(conn: Connection, table: Table) -> Insert:
     """An INSERT that skips rows whose key exists, so concurrent writers never collide."""

@@ -32,20 +32,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # Revisions in order; HEAD is the last. A test checks these against the scripts.
-REVISIONS = (
-    "0001",
-    "0002",
-    "0003",
-    "0004",
-    "0005",
-    "0006",
-    "0007",
-    "0008",
-    "0009",
-    "0010",
-    "0011",
-    "0013",
-)
+REVISIONS = tuple(f"{number:04d}" for number in range(1, 14))  # "0001" to "0013"
 HEAD = REVISIONS[-1]
 
 # What each revision creates, to recognise legacy generations and refuse odd files.
@@ -61,6 +48,7 @@ TABLES_BY_REVISION = {
     "0009": frozenset({"memory_entities", "entity_scans"}),
     "0010": frozenset({"index_feed"}),
     "0011": frozenset(),
+    "0012": frozenset(),
     "0013": frozenset(),
 }
 LEGACY_GENERATIONS = {1: "0001", 2: "0002"}
