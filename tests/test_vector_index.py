@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -788,7 +789,7 @@ def test_the_rows_of_several_ids_are_those_row_of_finds_one_by_one() -> None:
 def graphed(lt: Lantern, monkeypatch: pytest.MonkeyPatch) -> Lantern:
     """The 60 records' index with a graph (`lantern.indexes.graph`), built as `lantern db
     rebuild-index` builds it for a large store, and searches that walk it whatever the size."""
-    pytest.importorskip("usearch")
+    needs_usearch()
     monkeypatch.setattr(graph, "BUILD_FROM", 1)
     monkeypatch.setattr(graph, "BUILD_THREADS", 1)  # the same graph at every run
     monkeypatch.setattr(index, "_GRAPH_FROM", 1)
@@ -796,6 +797,13 @@ def graphed(lt: Lantern, monkeypatch: pytest.MonkeyPatch) -> Lantern:
     built = vectors.build(lt.store, directory(lt), HASHING)
     assert built["graph_rows"] == 60
     return lt
+
+
+def needs_usearch() -> None:
+    """Skip without usearch. Never `importorskip`: usearch loaded before onnxruntime makes the
+    latter crash this worker when a later test loads it (see the last test here)."""
+    if not graph.available():
+        pytest.skip("usearch is not installed (the index extra)")
 
 
 def graph_bytes(lt: Lantern) -> bytes:
@@ -912,7 +920,7 @@ def test_a_graph_that_misses_the_nearest_rows_is_not_kept(
     """A new graph's recall@10 is measured on its own rows against exact search; below
     `graph.MIN_RECALL` it is dropped and searches stay exact (as on random vectors, where no
     walk short of visiting most rows finds the nearest ten)."""
-    pytest.importorskip("usearch")
+    needs_usearch()
     monkeypatch.setattr(graph, "BUILD_FROM", 1)
     measured: list[float] = []
     real = graph.measured_recall
@@ -948,3 +956,22 @@ def test_without_usearch_a_graph_is_ignored_and_a_forget_removes_it(
     graphed.memory.forget(graphed.memory.list(limit=1)[0].id)
     assert graph.files(generation(graphed)) == []
     assert vectors.check(graphed.store) == []
+
+
+def test_onnxruntime_loads_after_a_graph_was_opened() -> None:
+    """A process that opened a graph, then embeds a query with MiniLM, lives: onnxruntime
+    loaded after usearch's compiled module crashes the interpreter (a segmentation fault), so
+    the graph loads it first (`graph._usearch_index`)."""
+    needs_usearch()
+    if find_spec("onnxruntime") is None:
+        pytest.skip("onnxruntime is not installed (the embed extra)")
+    script = (
+        "from lantern.indexes import graph\n"
+        "graph._usearch_index()\n"
+        "import onnxruntime\n"
+        "print('alive')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, "alive\n"), done.stderr

@@ -80,6 +80,22 @@ _KILL_HOOK = "LANTERN_TEST_GRAPH_PAUSE"
 waits, so that a test can kill the process at that moment."""
 
 
+def _usearch_index() -> Any:
+    """usearch's `Index` class, loaded after onnxruntime where that is installed (the `embed`
+    extra): loading onnxruntime after usearch's compiled module crashes the process with a
+    segmentation fault (usearch 2.26, onnxruntime 1.32), and the other order does not. A search
+    maps a graph before it embeds its query, so without this the first semantic search of a
+    store with a graph would end the process."""
+    from importlib.util import find_spec
+
+    if find_spec("onnxruntime") is not None:
+        import onnxruntime  # noqa: F401
+
+    from usearch.index import Index
+
+    return Index
+
+
 @functools.cache
 def available() -> bool:
     """Whether usearch is installed (the `index` extra); asked once a process."""
@@ -152,9 +168,7 @@ def current(generation: Path, rows: int, dim: int) -> Graph | None:
         if found is not None:
             return found
         try:
-            from usearch.index import Index
-
-            index = Index.restore(key, view=True)
+            index = _usearch_index().restore(key, view=True)
         except (OSError, RuntimeError, ValueError):
             return None
         if index is None or index.ndim != dim:
@@ -177,12 +191,11 @@ def build(
     """A graph of the matrix's live rows, saved and synced to a temporary file of the
     generation (not yet named: `publish` does that); the file and the index in memory."""
     import numpy as np
-    from usearch.index import Index
 
     rows, dim = matrix.shape
     alive = np.ones(rows, dtype=np.bool_)
     alive[dead] = False
-    index = Index(
+    index = _usearch_index()(
         ndim=dim,
         metric="ip",
         dtype="f32",
@@ -293,9 +306,8 @@ def zero(path: Path, vectors: list[NDArray[np.float32]], slots: NDArray[np.int64
     """Overwrite each of `vectors` in the file's matrix of vectors with zeros, in place: at
     its row's slot when it is there (a graph is built in row order), else wherever it is."""
     import numpy as np
-    from usearch.index import Index
 
-    meta = Index.metadata(str(path))
+    meta = _usearch_index().metadata(str(path))
     if meta is None:
         path.unlink(missing_ok=True)
         return
