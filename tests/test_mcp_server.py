@@ -340,7 +340,17 @@ def test_evidence_tools_return_what_the_cli_prints(server: McpClient, store: str
     }
     assert answered["hits"] and answered["hits"][0]["mode"] == "any"
     keyword = {"search": {"mode": "keyword", "model": None, "without_vector": 0}}
-    assert server.ok("lantern_search", {**question, "mode": "keyword"}) == {"hits": [], **keyword}
+    # keyword requires every word that carries meaning, by its stem ("fail" finds "failed");
+    # the question's function words ("why", "did", "the") are left out.
+    by_keyword = server.ok("lantern_search", {**question, "mode": "keyword"})
+    assert by_keyword == {
+        "hits": cli_json(store, "search", question["query"], "--limit", "3", "--mode", "keyword"),
+        **keyword,
+    }
+    assert {hit["uri"] for hit in by_keyword["hits"]} == {
+        "tool://pytest/run-1",
+        "tool://pytest/run-2",
+    }
 
     # A memory can cite what was just ingested; a reference to nothing needs allow_dangling.
     cited = _add(

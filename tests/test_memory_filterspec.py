@@ -29,11 +29,25 @@ from tests.helpers import command_at
 # What the methods, commands and tools take besides the filters.
 NOT_FILTERS = {
     "list": {"self", "limit", "offset", "after"},
-    "search": {"self", "query", "mode", "model", "order", "limit", "offset", "after"},
+    "search": {
+        "self",
+        "query",
+        "mode",
+        "model",
+        "order",
+        "limit",
+        "offset",
+        "after",
+        "min_similarity",
+        "floor",  # the relevance floor: how far a search reads, not a filter
+    },
 }
 CLI_NOT_FILTERS = {"offset", "after", "with_cursor", "explain", "limit", "as_json", "db"}
-CLI_SEARCH_ONLY = {"query", "mode", "model", "order"}
-MCP_NOT_FILTERS = {"offset", "after", "explain", "limit", "query", "mode", "model", "order"}
+CLI_SEARCH_ONLY = {"query", "mode", "model", "order", "min_similarity", "floor"}
+MCP_NOT_FILTERS = {"offset", "after", "explain", "limit", "query", "mode", "model", "order"} | {
+    "min_similarity",
+    "floor",
+}
 MCP_TOOLS = {spec.name: spec for spec in MEMORY_TOOLS}
 
 

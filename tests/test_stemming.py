@@ -128,7 +128,7 @@ def test_0012_stems_a_store_with_data_and_loses_nothing(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(place.ENV_VAR, "off")  # the database's own indexes answer
-    _at(store_url, "0010")
+    _at(store_url, "0011")
     with Lantern.open(store_url, require_current=False) as lt:
         for content in _RECORDS:
             lt.memory.add(kind="fact", scope="project:x", content=content)
@@ -161,7 +161,7 @@ def test_0012_stems_a_store_with_data_and_loses_nothing(
         after = _stored(lt)
         if lt.store.dialect == "sqlite":
             assert all("porter unicode61" in sql for name, sql in _indexes(lt) if "fts" in name)
-    _at(store_url, "0010", down=True)
+    _at(store_url, "0011", down=True)
     with Lantern.open(store_url, require_current=False) as lt:
         assert _stored(lt) == after
         if sqlite:

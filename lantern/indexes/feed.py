@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select, text
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.types import BigInteger
 
 from lantern.store.engine import Store
 from lantern.store.models import index_feed as table
@@ -96,16 +94,17 @@ _PG_CHANGED = text(
     SELECT DISTINCT item_id FROM index_feed
     WHERE side = :side AND seq <= :upto AND (CAST(:model AS text) IS NULL OR model = :model)
         AND (seq > :after
-             OR (xact >= CAST(:horizon AS xid8) AND seq <> ALL(:seen)))
+             OR (xact >= CAST(:horizon AS xid8) AND seq <> ALL(CAST(:seen AS bigint[]))))
     """
-).bindparams(bindparam("seen", type_=ARRAY(BigInteger())))
+)
 _PG_LACKING = text(
     """
     SELECT count(*) FROM index_feed
     WHERE side = :side AND seq <= :upto
-        AND (seq > :after OR (xact >= CAST(:horizon AS xid8) AND seq <> ALL(:seen)))
+        AND (seq > :after
+             OR (xact >= CAST(:horizon AS xid8) AND seq <> ALL(CAST(:seen AS bigint[]))))
     """
-).bindparams(bindparam("seen", type_=ARRAY(BigInteger())))
+)
 
 
 @dataclass(frozen=True, slots=True)

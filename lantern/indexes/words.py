@@ -58,6 +58,9 @@ ANALYZER = "lantern_words"
 STEMS = "lantern_stems"
 """The content field's tokenizer since format 2: the text arrives as stems, one per space."""
 FORMAT = 2
+SNOWBALL_FORMAT = 3
+"""The format of an index stemmed as PostgreSQL's `lantern_english` stems (Snowball's English
+stemmer), which a server keeps for a PostgreSQL store: its words match the database's own."""
 """What a generation's documents hold, recorded beside its mark: 1 (no record) for words, 2 for
 their stems. A generation of another format is rebuilt, never searched."""
 MARK_FILE = "mark.json"
@@ -120,9 +123,12 @@ WHOLE_STORE = Fence()
 class WordIndex:
     """One generation of the index, open for searching and catching up."""
 
-    def __init__(self, directory: Path, path: Path, fence: Fence = WHOLE_STORE) -> None:
+    def __init__(
+        self, directory: Path, path: Path, fence: Fence = WHOLE_STORE, *, snowball: bool = False
+    ) -> None:
         import tantivy
 
+        self.snowball = snowball
         self.directory = directory
         self.path = path
         self.fence = fence
@@ -148,7 +154,7 @@ class WordIndex:
         the mark behind; the changes since are applied again, which changes nothing."""
         try:
             found = json.loads((self.path / MARK_FILE).read_text(encoding="utf-8"))
-            if found.get("format", 1) != FORMAT:
+            if found.get("format", 1) != (SNOWBALL_FORMAT if self.snowball else FORMAT):
                 return None  # another format: rebuilt as a generation that did not finish
             return Mark.from_json(found)
         except (OSError, ValueError, KeyError, TypeError):
@@ -173,7 +179,7 @@ class WordIndex:
         the words score: the filters are wrapped to add nothing to a score."""
         import tantivy
 
-        words = _words_query(self._schema, searcher, parsed)
+        words = _words_query(self._schema, searcher, parsed, self.snowball)
         if words is None:
             return None
         filters = []
@@ -290,11 +296,11 @@ class WordIndex:
                 if rows or held:  # nothing of the fence changed: the index stays as it is
                     for record_id in held:
                         writer.delete_documents_by_term("id", record_id)
-                    _add_rows(writer, rows)
+                    _add_rows(writer, rows, self.snowball)
                     writer.commit()
                     writer.wait_merging_threads()
                     writer = None
-                _write_mark(self.path, now)
+                _write_mark(self.path, now, self.snowball)
         finally:
             if writer is not None:
                 writer.rollback()
@@ -355,7 +361,7 @@ def open_current(store: Store, fence: Fence = WHOLE_STORE) -> WordIndex | None:
     if path is None:
         return None
     try:
-        return WordIndex(directory, path, fence)
+        return WordIndex(directory, path, fence, snowball=_snowball(store))
     except (ValueError, OSError):
         return None
 
@@ -389,12 +395,12 @@ def _build(store: Store, directory: Path, fence: Fence) -> WordIndex:
             _ROWS.where(*fence.where)
         )
         for partition in rows.partitions():
-            _add_rows(writer, partition)
+            _add_rows(writer, partition, _snowball(store))
     writer.commit()
     writer.wait_merging_threads()
-    _write_mark(path, now)
+    _write_mark(path, now, _snowball(store))
     place.publish(directory, fence.name, path)
-    return WordIndex(directory, path, fence)
+    return WordIndex(directory, path, fence, snowball=_snowball(store))
 
 
 def holds_record(directory: Path, name: str, record_id: str) -> bool:
@@ -455,27 +461,53 @@ def _stems_analyzer() -> tantivy.TextAnalyzer:
     return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build()
 
 
-def _stems(text: str) -> list[str]:
-    """The stems of a text's tokens, in order, as FTS5's `porter unicode61` indexes them."""
+def _snowball(store: Store) -> bool:
+    """Whether the store's index stems as PostgreSQL does (Snowball) rather than as FTS5's
+    `porter` does: the two stem some words differently (`deployment`, `generously`), and an
+    index must find what its database finds."""
+    return store.dialect == "postgresql"
+
+
+@functools.cache
+def _snowball_analyzer() -> tantivy.TextAnalyzer:
+    import tantivy
+
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _stems(text: str, snowball: bool = False) -> list[str]:
+    """The stems of a text's tokens, in order, as FTS5's `porter unicode61` indexes them, or
+    as PostgreSQL's `lantern_english` does (`snowball`)."""
+    if snowball:
+        return list(_snowball_analyzer().analyze(text))
     return [stem(token) for token in _analyzer().analyze(text)]
 
 
-def _add_rows(writer: tantivy.IndexWriter, rows: Iterable[Sequence[Any]]) -> None:
+def _add_rows(
+    writer: tantivy.IndexWriter, rows: Iterable[Sequence[Any]], snowball: bool = False
+) -> None:
     import tantivy
 
     for record_id, scope, status, content in rows:
-        stems = " ".join(_stems(content))
+        stems = " ".join(_stems(content, snowball))
         writer.add_document(
             tantivy.Document(id=record_id, scope=scope, status=status, content=stems)
         )
 
 
-def _write_mark(path: Path, mark: Mark) -> None:
+def _write_mark(path: Path, mark: Mark, snowball: bool = False) -> None:
     place.owner_only(path)  # the files of the commit before it
     staged = path / f".{MARK_FILE}.new"
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with open(fd, "w", encoding="utf-8") as handle:
-        json.dump({**mark.to_json(), "format": FORMAT}, handle)
+        kept = {**mark.to_json(), "format": SNOWBALL_FORMAT if snowball else FORMAT}
+        json.dump(kept, handle)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(staged, path / MARK_FILE)
@@ -517,7 +549,7 @@ def _id_of(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> str:
 
 
 def _words_query(
-    schema: tantivy.Schema, searcher: tantivy.Searcher, parsed: ParsedQuery
+    schema: tantivy.Schema, searcher: tantivy.Searcher, parsed: ParsedQuery, snowball: bool
 ) -> tantivy.Query | None:
     import tantivy
 
@@ -525,7 +557,7 @@ def _words_query(
     clauses = []
     for term in parsed.terms:
         # FTS5 folds and stems what it is given, a prefix already cut back (`indexed_tokens`).
-        tokens: list[str | tuple[int, str]] = list(_stems(" ".join(term.indexed_tokens)))
+        tokens: list[str | tuple[int, str]] = list(_stems(" ".join(term.indexed_tokens), snowball))
         if not tokens:
             continue
         if len(tokens) == 1:
@@ -650,7 +682,7 @@ def status(store: Store) -> JSONObject:
     path = place.current(directory, NAME)
     if path is None:
         return {"state": "absent", "records": None, "size_bytes": None, "behind_by": None}
-    index = WordIndex(directory, path)
+    index = WordIndex(directory, path, snowball=_snowball(store))
     searcher = index.searcher()
     mark = index.mark()
     with store.read() as conn:
@@ -675,7 +707,9 @@ def verify(store: Store) -> list[str] | None:
     if directory is None or not available() or place.current(directory, NAME) is None:
         return None
     try:
-        index = WordIndex(directory, place.current(directory, NAME) or directory)
+        index = WordIndex(
+            directory, place.current(directory, NAME) or directory, snowball=_snowball(store)
+        )
         searcher = index.searcher()
         mark = index.mark()
     except (OSError, ValueError) as exc:
