@@ -101,7 +101,10 @@ def _assert_rows_intact(
 
 
 def _check_after_kill(
-    path: Path, generation: int, before: dict[str, list[tuple[object, ...]]], answers: object
+    path: Path,
+    generation: int,
+    before: dict[str, list[tuple[object, ...]]],
+    answers: dict[str, list[str]],
 ) -> str:
     """Everything the kill may not have broken; the revision the store was found at."""
     with Lantern.open(path, require_current=False, create=False) as lt:
