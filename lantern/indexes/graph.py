@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lantern.indexes import place
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -211,11 +213,7 @@ def build(
             index.add(keys, block, threads=BUILD_THREADS)
     staged = generation / staged_name
     index.save(str(staged))
-    fd = os.open(staged, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    place.sync(staged)
     os.chmod(staged, 0o600)
     return staged, index
 
@@ -271,12 +269,11 @@ def measured_recall(
 def publish(generation: Path, staged: Path, rows: int, breadth: int) -> Path:
     """Name a staged graph as covering `rows` rows, walked `breadth` wide (the caller holds
     the index's lock), then remove the generation's other graph files."""
-    from lantern.indexes import vectors
 
     final = generation / f"graph-{rows}-{breadth}.usearch"
-    _pause_for_a_test()
+    place.pause_for_a_test(_KILL_HOOK)
     os.replace(staged, final)
-    vectors._sync_directory(generation)
+    place.sync(generation)
     for _covered, other in files(generation):
         if other != final:
             other.unlink(missing_ok=True)
@@ -332,11 +329,7 @@ def zero(path: Path, vectors: list[NDArray[np.float32]], slots: NDArray[np.int64
         stored.flush()
     finally:
         del stored
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    place.sync(path)
 
 
 def check(graph: Graph, matrix: NDArray[np.float32], sample: Iterator[int]) -> list[str]:
@@ -360,13 +353,3 @@ def check(graph: Graph, matrix: NDArray[np.float32], sample: Iterator[int]) -> l
             problems.append(f"the vector of row {row} in its graph differs from the index's")
             break
     return problems
-
-
-def _pause_for_a_test() -> None:
-    hook = os.environ.get(_KILL_HOOK)
-    if not hook:
-        return
-    import time
-
-    Path(hook).touch()
-    time.sleep(60)

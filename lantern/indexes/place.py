@@ -165,11 +165,28 @@ def size(path: Path) -> int:
 def _sync_directory(directory: Path) -> None:
     if os.name != "posix":
         return
-    fd = os.open(directory, os.O_RDONLY)
+    sync(directory)
+
+
+def sync(path: Path) -> None:
+    """Flush a file (or a directory's entries) to the disk, by a descriptor of its own."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def pause_for_a_test(variable: str) -> None:
+    """Tests only: where the environment names a file path in `variable`, create it and wait,
+    so that a test can kill the process at this moment of a build."""
+    hook = os.environ.get(variable)
+    if not hook:
+        return
+    import time
+
+    Path(hook).touch()
+    time.sleep(60)
 
 
 @contextmanager

@@ -49,7 +49,6 @@ import hashlib
 import json
 import os
 import re
-import time
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
@@ -240,7 +239,7 @@ class Manifest:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(staged, generation / _MANIFEST)
-        _sync_directory(generation)
+        place.sync(generation)
 
 
 def _text(value: object) -> str:
@@ -619,7 +618,7 @@ def _build(store: Store, directory: Path, model: str) -> Snapshot:
         os.fsync(handle.fileno())
     (generation / _DEAD).touch()
     manifest = Manifest(model, dim, width, len(ids), 0, tuple(sorted(unusable)), mark, records_mark)
-    _pause_for_a_test()
+    place.pause_for_a_test(_KILL_HOOK)
     manifest.write(generation)
     place.publish(directory, name, generation)
     return _map(generation, manifest, token)
@@ -747,7 +746,7 @@ def _catch_up(
     if grown.dead > COMPACT_ABOVE * grown.rows:
         generation, grown = _compact(directory, name, generation, grown, width)
         return _map(generation, grown, token)
-    _pause_for_a_test()
+    place.pause_for_a_test(_KILL_HOOK)
     grown.write(generation)
     return _map(generation, grown, token)
 
@@ -924,7 +923,7 @@ def _compact(
         _sync(vectors, id_file)
     (new / _DEAD).touch()
     compacted = replace(manifest, width=width, rows=copied, dead=0)
-    _pause_for_a_test()
+    place.pause_for_a_test(_KILL_HOOK)
     compacted.write(new)
     place.publish(directory, name, new)
     return new, compacted
@@ -1144,22 +1143,3 @@ def remove(directory: Path) -> None:
             shutil.rmtree(leftover, ignore_errors=True)
     for lock in directory.glob(f".{PREFIX}*.lock"):
         lock.unlink(missing_ok=True)
-
-
-# --- locks and files ---------------------------------------------------------------------------
-
-
-def _sync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _pause_for_a_test() -> None:
-    hook = os.environ.get(_KILL_HOOK)
-    if not hook:
-        return
-    Path(hook).touch()
-    time.sleep(60)

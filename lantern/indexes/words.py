@@ -443,15 +443,19 @@ def _schema() -> tantivy.Schema:
 
 
 @functools.cache
-def _analyzer() -> tantivy.TextAnalyzer:
+def _analyzer(snowball: bool = False) -> tantivy.TextAnalyzer:
+    """Words split, lower-cased and folded to ASCII; with `snowball`, stemmed too by tantivy's
+    Snowball English stemmer (PostgreSQL's stems; FTS5's Porter stems are `stem`'s)."""
     import tantivy
 
-    return (
+    builder = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.ascii_fold())
-        .build()
     )
+    if snowball:
+        builder = builder.filter(tantivy.Filter.stemmer("english"))
+    return builder.build()
 
 
 @functools.cache
@@ -468,24 +472,11 @@ def _snowball(store: Store) -> bool:
     return store.dialect == "postgresql"
 
 
-@functools.cache
-def _snowball_analyzer() -> tantivy.TextAnalyzer:
-    import tantivy
-
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
-
-
 def _stems(text: str, snowball: bool = False) -> list[str]:
     """The stems of a text's tokens, in order, as FTS5's `porter unicode61` indexes them, or
     as PostgreSQL's `lantern_english` does (`snowball`)."""
     if snowball:
-        return list(_snowball_analyzer().analyze(text))
+        return list(_analyzer(snowball=True).analyze(text))
     return [stem(token) for token in _analyzer().analyze(text)]
 
 
